@@ -1,0 +1,215 @@
+"""The evaluation report: one object, rendered as JSON for tools, Markdown for people, and a PNG chart."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from eval.errors import EvalError
+from eval.golden import Question, Tier
+from eval.metrics import Budgets, Run, compare, per_question, summarise, win_matrix
+from eval.scoring import AnswerScore, summarise_answers
+
+HOW_TO_READ = (
+    "**How to read this.** *Recall* is the fraction of a question's gold notes that a method retrieved, "
+    "averaged over the answerable questions of a tier; *all-gold* is the share of questions with every gold "
+    "note retrieved; *MRR* is the mean of 1/rank of the first gold note. The *budget* rows give the mean "
+    "notes and tokens of context each method handed over per question (unanswerable questions included). "
+    "A bigger context winning is not a result: compare methods at similar budgets."
+)
+
+
+@dataclass(frozen=True)
+class EvalReport:
+    """Everything one evaluation run produced; `pairs` names the (a, b) methods to diff question by question.
+
+    `answers` is optional: `{answer_method: {question_id: AnswerScore}}`.
+    """
+
+    golden_path: str
+    questions: Sequence[Question]
+    run: Run
+    budgets: Budgets
+    pairs: Sequence[tuple[str, str]] = ()
+    config: Mapping[str, Any] = field(default_factory=dict)
+    answers: Mapping[str, Mapping[str, AnswerScore]] | None = None
+    title: str = "Retrieval evaluation"
+
+    def __post_init__(self) -> None:
+        for pair in self.pairs:
+            unknown = [m for m in pair if m not in self.run]
+            if unknown:
+                known = ", ".join(self.run)
+                raise EvalError(f"pair {list(pair)} names unknown method {unknown[0]!r} (run has: {known})")
+
+    def to_json(self) -> dict[str, Any]:
+        rows = per_question(self.questions, self.run)
+        data: dict[str, Any] = {
+            "golden": self._golden(),
+            "config": dict(self.config),
+            "methods": summarise(self.questions, self.run, self.budgets),
+            "questions": [self._with_answers(row) for row in rows],
+            "wins": {"pairs": compare(rows, list(self.pairs)), "matrix": win_matrix(rows, list(self.run))},
+        }
+        if self.answers is not None:
+            data["answers"] = {m: summarise_answers(s, self.questions) for m, s in self.answers.items()}
+        return data
+
+    def _golden(self) -> dict[str, Any]:
+        counts = Counter(q.tier for q in self.questions)
+        tiers = {tier.value: counts[tier] for tier in Tier if counts[tier]}
+        return {"path": str(self.golden_path), "questions": len(self.questions), "tiers": tiers}
+
+    def _with_answers(self, row: dict[str, Any]) -> dict[str, Any]:
+        if self.answers is None:
+            return row
+        scored = {m: asdict(s[row["id"]]) for m, s in self.answers.items() if row["id"] in s}
+        return {**row, "answers": scored}
+
+    def to_markdown(self) -> str:
+        return render_markdown(self.to_json(), self.title)
+
+    def save(self, out_dir: str | Path, stem: str) -> list[Path]:
+        """Write `<stem>.md`, `<stem>.json` and `<stem>.png` under out_dir; same input, same bytes."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        data = self.to_json()
+        md, js, png = (out / f"{stem}{ext}" for ext in (".md", ".json", ".png"))
+        md.write_text(render_markdown(data, self.title), encoding="utf-8", newline="\n")
+        text = json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n"
+        js.write_text(text, encoding="utf-8", newline="\n")
+        _plot(data["methods"], png, self.title)
+        return [md, js, png]
+
+
+def _plot(methods: Mapping[str, Any], path: Path, title: str) -> None:
+    try:
+        from eval.chart import plot_recall
+    except ImportError as e:
+        hint = "install it with: pip install 'vault2okf[eval]'"
+        raise EvalError(f"the chart needs matplotlib ({e}); {hint}") from e
+    plot_recall(methods, path, title=f"{title}: recall by tier")
+
+
+def render_markdown(data: Mapping[str, Any], title: str) -> str:
+    """Markdown for people from `EvalReport.to_json()` output."""
+    sections = [f"# {title}", HOW_TO_READ, _setup(data), _recall_table(data), _hit_mrr_table(data)]
+    sections += [_question_table(data), _wins_section(data)]
+    if "answers" in data:
+        sections.append(_answers_table(data["answers"]))
+    return "\n\n".join(sections) + "\n"
+
+
+def _setup(data: Mapping[str, Any]) -> str:
+    golden = data["golden"]
+    tiers = ", ".join(f"{tier} {n}" for tier, n in golden["tiers"].items())
+    lines = ["## Setup", "", f"- Golden set: `{golden['path']}` ({golden['questions']} questions: {tiers})"]
+    for key, value in data["config"].items():
+        shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+        lines.append(f"- {key}: {shown}")
+    return "\n".join(lines)
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    lines = [_row(header), _row(["---"] * len(header))]
+    return "\n".join(lines + [_row(r) for r in rows])
+
+
+def _row(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+
+
+def _num(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
+
+
+def _tier_rows(data: Mapping[str, Any]) -> list[tuple[str, str, list[Mapping[str, Any]]]]:
+    """(label, n, per-method scores) for each tier present, then overall."""
+    methods = list(data["methods"].values())
+    tiers = [t.value for t in Tier if methods and t.value in methods[0]["tiers"]]
+    rows = [(t, str(methods[0]["tiers"][t]["n"]), [m["tiers"][t] for m in methods]) for t in tiers]
+    overall_n = str(methods[0]["overall"]["n"]) if methods else "0"
+    return rows + [("**overall**", overall_n, [m["overall"] for m in methods])]
+
+
+def _recall_table(data: Mapping[str, Any]) -> str:
+    methods = data["methods"]
+    rows = [[label, n, *(_num(s["recall"]) for s in scores)] for label, n, scores in _tier_rows(data)]
+    rows.append(["budget: notes (mean)", "", *(f"{m['budget']['notes']:.1f}" for m in methods.values())])
+    rows.append(["budget: tokens (mean)", "", *(f"{m['budget']['tokens']:,.0f}" for m in methods.values())])
+    return "## Recall by tier\n\n" + _table(["Tier", "n", *methods], rows)
+
+
+def _hit_mrr_table(data: Mapping[str, Any]) -> str:
+    rows = [
+        [label, n, *(f"{_num(s['hit_all'])} / {_num(s['mrr'])}" for s in scores)]
+        for label, n, scores in _tier_rows(data)
+    ]
+    header = ["Tier", "n", *data["methods"]]
+    return "## All-gold hit rate / MRR\n\n" + _table(header, rows)
+
+
+def _question_table(data: Mapping[str, Any]) -> str:
+    methods = list(data["methods"])
+    rows = [[q["id"], q["tier"], *(_found_cell(q, m) for m in methods)] for q in data["questions"]]
+    intro = "Gold notes found / gold notes, per question (— for unanswerable questions)."
+    return f"## Per question\n\n{intro}\n\n" + _table(["id", "tier", *methods], rows)
+
+
+def _found_cell(question: Mapping[str, Any], method: str) -> str:
+    gold = question["gold"]
+    return f"{len(question['found'][method])}/{len(gold)}" if gold else "—"
+
+
+def _wins_section(data: Mapping[str, Any]) -> str:
+    parts = ["## Wins and losses", "Questions where one method's recall is strictly higher than the other's."]
+    parts += [_pair_text(pair) for pair in data["wins"]["pairs"]] or ["No method pairs were configured."]
+    parts.append(_matrix_table(data["wins"]["matrix"]))
+    return "\n\n".join(parts)
+
+
+def _pair_text(pair: Mapping[str, Any]) -> str:
+    a, b = pair["a"], pair["b"]
+    return "\n".join(
+        [
+            f"### {a} vs {b}",
+            "",
+            f"- {a} wins ({len(pair['wins'])}): {_ids(pair['wins'])}",
+            f"- {a} loses ({len(pair['losses'])}): {_ids(pair['losses'])}",
+            f"- ties: {pair['ties']}",
+        ]
+    )
+
+
+def _ids(ids: Sequence[str]) -> str:
+    return ", ".join(f"`{i}`" for i in ids) if ids else "none"
+
+
+def _matrix_table(matrix: Mapping[str, Mapping[str, int]]) -> str:
+    methods = list(matrix)
+    rows = [[a, *("—" if a == b else str(matrix[a][b]) for b in methods)] for a in methods]
+    intro = "Questions won, row method over column method:"
+    return f"{intro}\n\n" + _table(["row beats column", *methods], rows)
+
+
+def _answers_table(answers: Mapping[str, Mapping[str, Any]]) -> str:
+    header = ["Method", "Tier", "n", "entity recall", "precision", "exact", "not found", "wrong", "refusal"]
+    rows = []
+    for method, summary in answers.items():
+        groups = [*summary["tiers"].items(), ("**overall**", summary["overall"])]
+        rows += [[method, tier, str(r["n"]), *_answer_cells(r)] for tier, r in groups]
+    intro = (
+        "Deterministic scoring against each question's answer entities. *not found* answers are honest "
+        "misses; *wrong* answers claim something without naming any gold entity; *refusal* is the share of "
+        "unanswerable questions answered with 'not found'."
+    )
+    return f"## Answers\n\n{intro}\n\n" + _table(header, rows)
+
+
+def _answer_cells(rates: Mapping[str, Any]) -> list[str]:
+    keys = ("entity_recall", "precision", "exact", "not_found", "wrong", "refusal")
+    return [_num(rates[k]) for k in keys]

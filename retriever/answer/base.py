@@ -1,0 +1,85 @@
+"""Records, the `Answerer` protocol and the backend factory of the answer stage."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+from urllib.parse import quote
+
+from retriever.errors import RetrieverError
+
+BACKENDS = ("llama", "bedrock")
+
+
+class AnswerError(RetrieverError):
+    """An answer backend could not run; the message says what went wrong and how to fix it."""
+
+
+@dataclass(frozen=True)
+class ContextNote:
+    """One retrieved note handed to the generator.
+
+    `path` is the plain bundle-relative doc path (`concepts/Sessions/Session 3.md`); citations render it
+    percent-encoded. `via` is how retrieval found it (`vector`, `hop`, ...).
+    """
+
+    note_id: str
+    title: str
+    path: str
+    text: str
+    via: str
+    score: float
+    session_label: str | None = None
+
+
+@dataclass(frozen=True)
+class Citation:
+    title: str
+    path: str
+
+    @property
+    def url(self) -> str:
+        """The path percent-encoded, as written in a markdown link."""
+        return quote(self.path, safe="/")
+
+    def to_markdown(self) -> str:
+        return f"[{self.title}]({self.url})"
+
+
+@dataclass(frozen=True)
+class Answer:
+    text: str
+    citations: tuple[Citation, ...]
+    finish_reason: str
+    prompt_tokens: int
+    completion_tokens: int
+    seconds: float
+    model: str
+
+
+class Answerer(Protocol):
+    def answer(
+        self,
+        question: str,
+        notes: Sequence[ContextNote],
+        *,
+        on_token: Callable[[str], None] | None = None,
+    ) -> Answer: ...
+
+
+def get_answerer(name: str, *, model: str | None = None, **opts: Any) -> Answerer:
+    """Build the `llama` or `bedrock` answerer; heavy imports happen only for the one picked."""
+    if name == "llama":
+        from retriever.answer.llama import LlamaAnswerer
+
+        return LlamaAnswerer(model, **opts)
+    if name == "bedrock":
+        from retriever.answer.bedrock import BedrockAnswerer
+
+        if not model:
+            raise AnswerError(
+                "the bedrock backend needs a model ID — pass --model, e.g. --model us.amazon.nova-lite-v1:0"
+            )
+        return BedrockAnswerer(model, **opts)
+    raise AnswerError(f"unknown answer backend {name!r}; choose one of: {', '.join(BACKENDS)}")

@@ -1,0 +1,161 @@
+"""Answer backend: Amazon Bedrock through boto3 `bedrock-runtime` Converse."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from retriever.answer.base import Answer, AnswerError, ContextNote
+from retriever.answer.prompt import DEFAULT_PER_NOTE_TOKENS, build_messages, extract_citations
+
+RETRYABLE = frozenset({"ThrottlingException", "ServiceUnavailableException", "ModelNotReadyException"})
+FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}
+NO_CREDENTIALS = (
+    "no AWS credentials found — run `aws configure` or set AWS_PROFILE (or AWS_ACCESS_KEY_ID and "
+    "AWS_SECRET_ACCESS_KEY) before using the bedrock backend"
+)
+NO_REGION = (
+    "no AWS region set for Bedrock — pass --region (e.g. us-east-1), set AWS_REGION or AWS_DEFAULT_REGION, "
+    "or add `region = ...` to your profile in ~/.aws/config"
+)
+
+
+class BedrockAnswerer:
+    """Grounded answers from a Bedrock model; `model_id` is the one string Bedrock knows the model by."""
+
+    def __init__(
+        self,
+        model_id: str,
+        region: str | None = None,
+        profile: str | None = None,
+        max_tokens: int = 512,
+        temperature: float = 0.0,
+        client: Any | None = None,
+        max_retries: int = 4,
+        base_delay: float = 0.5,
+        sleep: Callable[[float], None] = time.sleep,
+        per_note_tokens: int = DEFAULT_PER_NOTE_TOKENS,
+    ) -> None:
+        self.model = model_id
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.max_retries = max_retries
+        self.base_delay = base_delay
+        self.per_note_tokens = per_note_tokens
+        self._sleep = sleep
+        self._client = client if client is not None else make_client(region, profile)
+
+    def request(self, question: str, notes: Sequence[ContextNote]) -> dict[str, Any]:
+        """The Converse request for this question (public so its shape can be inspected)."""
+        system, user = build_messages(question, notes, self.per_note_tokens)
+        return {
+            "modelId": self.model,
+            "system": [{"text": system}],
+            "messages": [{"role": "user", "content": [{"text": user}]}],
+            "inferenceConfig": {"maxTokens": self.max_tokens, "temperature": self.temperature},
+        }
+
+    def answer(
+        self,
+        question: str,
+        notes: Sequence[ContextNote],
+        *,
+        on_token: Callable[[str], None] | None = None,
+    ) -> Answer:
+        """Ask Converse; `on_token` (if given) gets the whole text at once: Converse is not streamed."""
+        start = time.perf_counter()
+        response = self._converse(self.request(question, notes))
+        text, finish, prompt_tokens, completion_tokens = parse_response(response)
+        if on_token is not None and text:
+            on_token(text)
+        return Answer(
+            text=text,
+            citations=extract_citations(text, notes),
+            finish_reason=finish,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            seconds=time.perf_counter() - start,
+            model=self.model,
+        )
+
+    def _converse(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Call Converse, backing off exponentially on throttling / unavailable / model-not-ready."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        for attempt in range(self.max_retries + 1):
+            try:
+                return self._client.converse(**request)
+            except ClientError as error:
+                if error_code(error) not in RETRYABLE or attempt == self.max_retries:
+                    raise explain(error, self.model, self.max_retries) from error
+                self._sleep(self.base_delay * 2**attempt)
+            except BotoCoreError as error:
+                raise explain(error, self.model, self.max_retries) from error
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
+def make_client(region: str | None, profile: str | None) -> Any:
+    """A `bedrock-runtime` client; botocore's own retries are off because `_converse` retries."""
+    try:
+        import boto3
+        from botocore.config import Config
+        from botocore.exceptions import ProfileNotFound
+    except ImportError as error:
+        raise AnswerError("boto3 is not installed — pip install 'vault2okf[ask]'") from error
+    try:
+        session = boto3.Session(profile_name=profile or os.environ.get("AWS_PROFILE") or None)
+    except ProfileNotFound as error:
+        raise AnswerError(f"{error} — check the name with `aws configure list-profiles`") from error
+    region = region or os.environ.get("AWS_REGION") or session.region_name
+    if not region:
+        raise AnswerError(NO_REGION)
+    config = Config(retries={"total_max_attempts": 1, "mode": "standard"}, read_timeout=300)
+    return session.client("bedrock-runtime", region_name=region, config=config)
+
+
+def parse_response(response: dict[str, Any]) -> tuple[str, str, int, int]:
+    """(text, finish reason, input tokens, output tokens) from a Converse response."""
+    content = response.get("output", {}).get("message", {}).get("content", [])
+    text = "".join(block["text"] for block in content if "text" in block)
+    stop = response.get("stopReason", "")
+    usage = response.get("usage", {})
+    return text, FINISH.get(stop, stop), usage.get("inputTokens", 0), usage.get("outputTokens", 0)
+
+
+def error_code(error: Exception) -> str:
+    return getattr(error, "response", {}).get("Error", {}).get("Code", "")
+
+
+def explain(error: Exception, model_id: str, retries: int) -> AnswerError:
+    """Turn a boto error into an AnswerError that says what happened and how to fix it."""
+    from botocore.exceptions import NoCredentialsError, NoRegionError, PartialCredentialsError
+
+    if isinstance(error, NoCredentialsError | PartialCredentialsError):
+        return AnswerError(NO_CREDENTIALS)
+    if isinstance(error, NoRegionError):
+        return AnswerError(NO_REGION)
+    return AnswerError(_explain_code(error_code(error), _aws_message(error), model_id, retries))
+
+
+def _explain_code(code: str, message: str, model_id: str, retries: int) -> str:
+    if code == "AccessDeniedException":
+        return (
+            f"access denied to Bedrock model {model_id!r} — request model access in the Bedrock console "
+            "(Model access) for this region and allow bedrock:InvokeModel in your IAM policy. "
+            f"AWS said: {message}"
+        )
+    if code == "ResourceNotFoundException" or (code == "ValidationException" and "model" in message.lower()):
+        return (
+            f"unknown or unsupported Bedrock model ID {model_id!r} — list the IDs with "
+            f"`aws bedrock list-foundation-models`; some models need an inference profile ID "
+            f"such as 'us.<model id>'. AWS said: {message}"
+        )
+    if code in RETRYABLE:
+        return f"Bedrock still answered {code} after {retries} retries — try again later. AWS said: {message}"
+    return f"Bedrock request failed ({code or 'error'}): {message}"
+
+
+def _aws_message(error: Exception) -> str:
+    return getattr(error, "response", {}).get("Error", {}).get("Message", "") or str(error)

@@ -1,0 +1,144 @@
+"""Index a bundle: chunk every concept in `okf.duckdb`, embed, and sync its Chroma collection.
+
+`BUNDLE/.vault2okf/index.json` records the embedder and collection the index was built with, so `search`
+and `ask` embed questions with the same model (`read_index_info`, `open_index`).
+"""
+
+import hashlib
+import json
+import time
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from retriever.chunk import Chunk, chunk_note
+from retriever.embed import DEFAULT_EMBEDDER, Embedder, get_embedder
+from retriever.errors import RetrieverError
+from retriever.store import ChunkStore, collection_name, open_client
+
+MAX_TOKENS = 400
+MIN_TOKENS = 40
+
+
+@dataclass(frozen=True)
+class IndexResult:
+    collection: str
+    notes: int
+    chunks: int
+    added: int
+    removed: int
+    unchanged: int
+    seconds: float
+    embedder: str
+
+
+@dataclass(frozen=True)
+class IndexInfo:
+    """What index.json records: enough to reopen the collection and embed questions the same way."""
+
+    embedder: str  # Embedder.name
+    embedder_spec: str  # what get_embedder loads it from
+    collection: str
+    chroma_path: str | None
+    chroma_url: str | None
+    max_tokens: int
+    min_tokens: int
+    notes: int
+    chunks: int
+    indexed_at: str
+
+
+def index_info_path(bundle_dir: Path | str) -> Path:
+    return Path(bundle_dir) / ".vault2okf" / "index.json"
+
+
+def bundle_id(bundle_dir: Path | str) -> str:
+    """A short, stable id for a bundle: a hash of its resolved path."""
+    return hashlib.sha256(str(Path(bundle_dir).resolve()).encode()).hexdigest()[:12]
+
+
+def index_bundle(
+    bundle_dir: Path | str,
+    *,
+    embedder_name: str = DEFAULT_EMBEDDER,
+    chroma_path: Path | str | None = None,
+    chroma_url: str | None = None,
+    progress: bool = True,
+    device: str = "cpu",
+) -> IndexResult:
+    """Chunk, embed and store every concept of the bundle; only new or changed chunks are embedded."""
+    started = time.perf_counter()
+    concepts = load_concepts(bundle_dir)
+    chunks = chunk_concepts(concepts)
+    embedder = get_embedder(embedder_name, device=device)
+    name = collection_name(bundle_id(bundle_dir), embedder.name)
+    store = ChunkStore(open_client(bundle_dir, path=chroma_path, url=chroma_url), name)
+    stats = store.sync(chunks, embedder, progress=progress)
+    _write_info(bundle_dir, _info(embedder, name, chroma_path, chroma_url, len(concepts), len(chunks)))
+    seconds = round(time.perf_counter() - started, 3)
+    return IndexResult(
+        name, len(concepts), len(chunks), stats.added, stats.removed, stats.unchanged, seconds, embedder.name
+    )
+
+
+def load_concepts(bundle_dir: Path | str) -> list[tuple[str, str, str]]:
+    """(id, title, body) of every concept, ordered by id, from a read-only connection to okf.duckdb."""
+    import duckdb
+
+    db = Path(bundle_dir) / "okf.duckdb"
+    if not db.is_file():
+        raise RetrieverError(
+            f"No okf.duckdb in {bundle_dir}: run `vault2okf convert VAULT -o {bundle_dir}` first."
+        )
+    with duckdb.connect(str(db), read_only=True) as con:
+        rows = con.execute("SELECT id, title, body FROM concepts ORDER BY id").fetchall()
+    return [(cid, title or cid.rsplit("/", 1)[-1], body or "") for cid, title, body in rows]
+
+
+def chunk_concepts(concepts: list[tuple[str, str, str]]) -> list[Chunk]:
+    return [
+        chunk
+        for cid, title, body in concepts
+        for chunk in chunk_note(cid, title, body, max_tokens=MAX_TOKENS, min_tokens=MIN_TOKENS)
+    ]
+
+
+def _info(
+    embedder: Embedder,
+    name: str,
+    chroma_path: Path | str | None,
+    chroma_url: str | None,
+    notes: int,
+    chunks: int,
+) -> IndexInfo:
+    path = str(Path(chroma_path).resolve()) if chroma_path else None
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    return IndexInfo(
+        embedder.name, embedder.spec, name, path, chroma_url, MAX_TOKENS, MIN_TOKENS, notes, chunks, now
+    )
+
+
+def _write_info(bundle_dir: Path | str, info: IndexInfo) -> None:
+    path = index_info_path(bundle_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(asdict(info), indent=2) + "\n", encoding="utf-8")
+
+
+def read_index_info(bundle_dir: Path | str) -> IndexInfo:
+    """What the last `vault2okf index` recorded; RetrieverError when the bundle was never indexed."""
+    path = index_info_path(bundle_dir)
+    if not path.is_file():
+        raise RetrieverError(f"{bundle_dir} has no index: run `vault2okf index {bundle_dir}` first.")
+    try:
+        return IndexInfo(**json.loads(path.read_text(encoding="utf-8")))
+    except (ValueError, TypeError) as e:
+        raise RetrieverError(f"{path} is unreadable ({e}): run `vault2okf index {bundle_dir}` again.") from e
+
+
+def open_index(
+    bundle_dir: Path | str, *, chroma_url: str | None = None, device: str = "cpu"
+) -> tuple[IndexInfo, ChunkStore, Embedder]:
+    """The recorded index's store and the embedder it was built with, ready to query."""
+    info = read_index_info(bundle_dir)
+    client = open_client(bundle_dir, path=info.chroma_path, url=chroma_url or info.chroma_url)
+    return info, ChunkStore(client, info.collection), get_embedder(info.embedder_spec, device=device)

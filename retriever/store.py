@@ -1,0 +1,195 @@
+"""Chunk vectors in Chroma: one collection per (bundle, embedder), kept in sync by chunk content hash.
+
+The embedded `PersistentClient` lives at `BUNDLE/.vault2okf/chroma`; `open_client(url=...)` talks to a Chroma
+server instead. Telemetry is off and no collection gets an embedding function: vectors always come from our
+embedder, and Chroma never tries to download its own model.
+"""
+
+import hashlib
+import re
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+from urllib.parse import urlparse
+
+import numpy as np
+
+from retriever.chunk import Chunk
+from retriever.embed import Embedder
+from retriever.errors import RetrieverError
+
+_PAGE = 1000
+
+
+@dataclass(frozen=True)
+class SyncStats:
+    added: int
+    removed: int
+    unchanged: int
+
+
+@dataclass(frozen=True)
+class ChunkHit:
+    chunk_id: str
+    note_id: str
+    score: float  # cosine similarity, 1 - cosine distance
+    text: str
+    tokens: int
+
+
+class NoteChunk(NamedTuple):
+    chunk_id: str
+    text: str
+    tokens: int
+    embedding: np.ndarray
+
+
+def default_chroma_path(bundle_dir: Path | str) -> Path:
+    return Path(bundle_dir) / ".vault2okf" / "chroma"
+
+
+def open_client(bundle_dir: Path | str, *, path: Path | str | None = None, url: str | None = None) -> Any:
+    """A Chroma server client when `url` is given, else the persistent client in the bundle (or at `path`)."""
+    import chromadb
+    from chromadb.config import Settings
+
+    settings = Settings(anonymized_telemetry=False)
+    if url:
+        host, port, ssl = _parse_url(url)
+        try:
+            return chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=settings)
+        except Exception as e:  # chromadb raises plain ValueError/ConnectionError variants
+            raise RetrieverError(f"Cannot reach the Chroma server at {url}: {e}. Is `chroma run` up?") from e
+    location = Path(path) if path else default_chroma_path(bundle_dir)
+    location.mkdir(parents=True, exist_ok=True)
+    return chromadb.PersistentClient(path=str(location), settings=settings)
+
+
+def _parse_url(url: str) -> tuple[str, int, bool]:
+    parsed = urlparse(url if "://" in url else f"http://{url}")
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise RetrieverError(f"Bad Chroma URL {url!r}: expected http://HOST:PORT or https://HOST:PORT.")
+    ssl = parsed.scheme == "https"
+    return parsed.hostname, parsed.port or (443 if ssl else 8000), ssl
+
+
+def collection_name(bundle_id: str, embedder_name: str) -> str:
+    """A valid Chroma collection name (3-63 chars of [a-zA-Z0-9._-], alphanumeric at both ends)."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", f"v2o-{bundle_id}-{embedder_name}")
+    name = re.sub(r"\.{2,}", ".", name).strip("._-")
+    if len(name) > 63:
+        digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+        name = f"{name[:54].rstrip('._-')}-{digest}"
+    return name
+
+
+class ChunkStore:
+    """One Chroma collection of chunks: cosine space, ids are chunk ids, documents are chunk texts."""
+
+    def __init__(self, client: Any, name: str) -> None:
+        self.name = name
+        self.collection = client.get_or_create_collection(
+            name, configuration={"hnsw": {"space": "cosine"}}, embedding_function=None
+        )
+
+    def count(self) -> int:
+        return self.collection.count()
+
+    def stored_hashes(self) -> dict[str, str]:
+        """chunk_id -> content_hash of everything stored, read a page at a time."""
+        hashes: dict[str, str] = {}
+        for offset in range(0, self.count(), _PAGE):
+            page = self.collection.get(include=["metadatas"], limit=_PAGE, offset=offset)
+            hashes.update(
+                zip(page["ids"], (m.get("content_hash", "") for m in page["metadatas"]), strict=True)
+            )
+        return hashes
+
+    def sync(
+        self, chunks: Sequence[Chunk], embedder: Embedder, *, batch_size: int = 64, progress: bool = True
+    ) -> SyncStats:
+        """Make the collection hold exactly `chunks`: drop stale ids, embed only new or changed chunks.
+
+        Ids are deterministic and writes are upserts, so an interrupted sync resumes without duplicates.
+        """
+        stored = self.stored_hashes()
+        wanted = {chunk.chunk_id: chunk for chunk in chunks}
+        stale = [cid for cid, h in stored.items() if cid not in wanted or wanted[cid].content_hash != h]
+        todo = [chunk for cid, chunk in wanted.items() if stored.get(cid) != chunk.content_hash]
+        for batch in _batches(stale, _PAGE):
+            self.collection.delete(ids=batch)
+        self._embed_and_add(todo, embedder, batch_size, progress)
+        return SyncStats(added=len(todo), removed=len(stale), unchanged=len(wanted) - len(todo))
+
+    def _embed_and_add(
+        self, chunks: list[Chunk], embedder: Embedder, batch_size: int, progress: bool
+    ) -> None:
+        from tqdm import tqdm
+
+        with tqdm(
+            total=len(chunks), unit="chunk", desc="embed", file=sys.stderr, disable=not progress
+        ) as bar:
+            for batch in _batches(chunks, batch_size):
+                vectors = embedder.embed_documents([chunk.text for chunk in batch])
+                self.collection.upsert(
+                    ids=[chunk.chunk_id for chunk in batch],
+                    embeddings=vectors,
+                    documents=[chunk.text for chunk in batch],
+                    metadatas=[_metadata(chunk) for chunk in batch],
+                )
+                bar.update(len(batch))
+
+    def query(self, vector: np.ndarray, k: int) -> list[ChunkHit]:
+        """The `k` chunks nearest to `vector`, best first."""
+        if k <= 0 or self.count() == 0:
+            return []
+        result = self.collection.query(
+            query_embeddings=[np.asarray(vector, dtype=np.float32)],
+            n_results=min(k, self.count()),
+            include=["documents", "metadatas", "distances"],
+        )
+        rows = zip(
+            result["ids"][0],
+            result["documents"][0],
+            result["metadatas"][0],
+            result["distances"][0],
+            strict=True,
+        )
+        return [
+            ChunkHit(cid, meta["note_id"], 1.0 - dist, text, meta["tokens"]) for cid, text, meta, dist in rows
+        ]
+
+    def get_note_chunks(self, note_ids: Sequence[str]) -> dict[str, list[NoteChunk]]:
+        """Stored chunks of the given notes, with their embeddings, in document order."""
+        found: dict[str, list[NoteChunk]] = {}
+        for batch in _batches(list(dict.fromkeys(note_ids)), _PAGE):
+            got = self.collection.get(
+                where={"note_id": {"$in": batch}}, include=["documents", "metadatas", "embeddings"]
+            )
+            rows = zip(got["ids"], got["documents"], got["metadatas"], got["embeddings"], strict=True)
+            for cid, text, meta, vector in rows:
+                found.setdefault(meta["note_id"], []).append(
+                    NoteChunk(cid, text, meta["tokens"], np.asarray(vector, dtype=np.float32))
+                )
+        return {note: sorted(chunks, key=_chunk_order) for note, chunks in found.items()}
+
+
+def _chunk_order(chunk: NoteChunk) -> int:
+    return int(chunk.chunk_id.rsplit("#", 1)[1])
+
+
+def _metadata(chunk: Chunk) -> dict[str, Any]:
+    return {
+        "note_id": chunk.note_id,
+        "title": chunk.title,
+        "heading_path": " > ".join(chunk.heading_path),
+        "content_hash": chunk.content_hash,
+        "tokens": chunk.tokens,
+    }
+
+
+def _batches(items: Sequence[Any], size: int) -> Iterator[Any]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]

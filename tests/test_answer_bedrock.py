@@ -1,0 +1,156 @@
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from retriever.answer.base import AnswerError, Citation, ContextNote, get_answerer
+from retriever.answer.bedrock import BedrockAnswerer
+from retriever.answer.prompt import build_messages
+
+MODEL = "anthropic.claude-3-haiku-20240307-v1:0"
+PATH = "concepts/Sessions/Session 3.md"
+NOTES = [ContextNote("Sessions/Session 3", "Session 3", PATH, "Mira.", "vector", 0.9)]
+QUESTION = "Who did we meet?"
+TEXT = "You met Mira [Session 3](concepts/Sessions/Session%203.md)."
+RESPONSE = {
+    "output": {"message": {"role": "assistant", "content": [{"text": TEXT}]}},
+    "stopReason": "end_turn",
+    "usage": {"inputTokens": 321, "outputTokens": 12, "totalTokens": 333},
+    "metrics": {"latencyMs": 420},
+}
+
+
+@pytest.fixture
+def client():
+    return boto3.client(
+        "bedrock-runtime", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="y"
+    )
+
+
+@pytest.fixture
+def sleeps():
+    return []
+
+
+@pytest.fixture
+def answerer(client, sleeps):
+    return BedrockAnswerer(MODEL, client=client, max_tokens=256, sleep=sleeps.append)
+
+
+def expected_request():
+    system, user = build_messages(QUESTION, NOTES)
+    return {
+        "modelId": MODEL,
+        "system": [{"text": system}],
+        "messages": [{"role": "user", "content": [{"text": user}]}],
+        "inferenceConfig": {"maxTokens": 256, "temperature": 0.0},
+    }
+
+
+def test_request_shape_and_response_parsing(client, answerer):
+    with Stubber(client) as stub:
+        stub.add_response("converse", RESPONSE, expected_request())
+        answer = answerer.answer(QUESTION, NOTES)
+        stub.assert_no_pending_responses()
+    assert answer.text == TEXT
+    assert answer.citations == (Citation("Session 3", "concepts/Sessions/Session 3.md"),)
+    assert (answer.finish_reason, answer.prompt_tokens, answer.completion_tokens) == ("stop", 321, 12)
+    assert answer.model == MODEL
+    assert answer.seconds >= 0
+
+
+def test_max_tokens_stop_reason_is_length_and_on_token_gets_the_text(client, answerer):
+    tokens = []
+    with Stubber(client) as stub:
+        stub.add_response("converse", {**RESPONSE, "stopReason": "max_tokens"}, expected_request())
+        answer = answerer.answer(QUESTION, NOTES, on_token=tokens.append)
+    assert answer.finish_reason == "length"
+    assert "".join(tokens) == answer.text
+
+
+def test_throttling_is_retried_with_exponential_backoff(client, answerer, sleeps):
+    with Stubber(client) as stub:
+        for _ in range(2):
+            stub.add_client_error("converse", "ThrottlingException", "Too many requests", 429)
+        stub.add_response("converse", RESPONSE, expected_request())
+        answer = answerer.answer(QUESTION, NOTES)
+        stub.assert_no_pending_responses()
+    assert answer.text == TEXT
+    assert sleeps == [0.5, 1.0]
+
+
+def test_retries_give_up_with_a_clear_message(client, sleeps):
+    answerer = BedrockAnswerer(MODEL, client=client, max_retries=2, sleep=sleeps.append)
+    with Stubber(client) as stub:
+        for _ in range(3):
+            stub.add_client_error("converse", "ServiceUnavailableException", "busy", 503)
+        with pytest.raises(AnswerError, match="ServiceUnavailableException after 2 retries"):
+            answerer.answer(QUESTION, NOTES)
+    assert sleeps == [0.5, 1.0]
+
+
+def test_access_denied_says_to_request_model_access(client, answerer, sleeps):
+    with Stubber(client) as stub:
+        stub.add_client_error("converse", "AccessDeniedException", "You don't have access to the model", 403)
+        with pytest.raises(AnswerError, match="request model access in the Bedrock console"):
+            answerer.answer(QUESTION, NOTES)
+    assert sleeps == []
+
+
+def test_unknown_model_id_is_named(client, answerer):
+    with Stubber(client) as stub:
+        stub.add_client_error(
+            "converse", "ValidationException", "The provided model identifier is invalid.", 400
+        )
+        with pytest.raises(AnswerError, match=f"unknown or unsupported Bedrock model ID '{MODEL}'"):
+            answerer.answer(QUESTION, NOTES)
+
+
+def test_other_validation_errors_pass_the_aws_message_through(client, answerer):
+    with Stubber(client) as stub:
+        stub.add_client_error("converse", "ValidationException", "Input is too long.", 400)
+        with pytest.raises(AnswerError, match=r"ValidationException\): Input is too long"):
+            answerer.answer(QUESTION, NOTES)
+
+
+@pytest.fixture
+def no_aws(monkeypatch, tmp_path):
+    """An environment where botocore finds no credentials, no region and never asks the network."""
+    for name in [
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_PROFILE",
+        "AWS_DEFAULT_PROFILE",
+        "AWS_REGION",
+        "AWS_DEFAULT_REGION",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+        "AWS_ROLE_ARN",
+    ]:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "missing-credentials"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "missing-config"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+
+
+def test_missing_credentials_say_how_to_configure(no_aws):
+    answerer = get_answerer("bedrock", model=MODEL, region="us-east-1", sleep=lambda s: None)
+    with pytest.raises(AnswerError, match=r"no AWS credentials found — run `aws configure` or set AWS_PRO"):
+        answerer.answer(QUESTION, NOTES)
+
+
+def test_missing_region_says_how_to_set_one(no_aws):
+    with pytest.raises(AnswerError, match="no AWS region set .* AWS_REGION"):
+        BedrockAnswerer(MODEL)
+
+
+def test_region_comes_from_aws_region(no_aws, monkeypatch):
+    monkeypatch.setenv("AWS_REGION", "eu-central-1")
+    answerer = BedrockAnswerer(MODEL)
+    assert answerer._client.meta.region_name == "eu-central-1"
+
+
+def test_unknown_profile_is_an_answer_error(no_aws):
+    with pytest.raises(AnswerError, match="list-profiles"):
+        BedrockAnswerer(MODEL, region="us-east-1", profile="nope")

@@ -1,0 +1,121 @@
+import json
+
+import pytest
+
+from eval.errors import EvalError
+from eval.golden import Question, Tier
+from eval.report import EvalReport
+from eval.scoring import score_answer
+
+
+def q(qid: str, tier: Tier, *gold: str, entities: tuple[str, ...] = ()) -> Question:
+    return Question(qid, tier, f"question {qid}", gold, "", entities)
+
+
+QUESTIONS = [
+    q("q1", Tier.LOOKUP, "A.md", entities=("Ada",)),
+    q("q2", Tier.SYNTHESIS, "A.md", "B.md", "C.md"),
+    q("q3", Tier.SYNTHESIS, "D.md", "E.md"),
+    q("q4", Tier.UNANSWERABLE),
+]
+RUN = {
+    "vector@5": {"q1": ["A.md", "X.md"], "q2": ["X.md", "B.md", "A.md"], "q3": ["Y.md"], "q4": ["X.md"]},
+    "graph@5+hop": {"q1": ["X.md", "A.md"], "q2": ["A.md", "B.md", "C.md"], "q3": ["E.md"], "q4": []},
+}
+BUDGETS = {
+    "vector@5": {qid: {"notes": 5, "tokens": 1000} for qid in ("q1", "q2", "q3", "q4")},
+    "graph@5+hop": {qid: {"notes": 9.5, "tokens": 1840} for qid in ("q1", "q2", "q3", "q4")},
+}
+
+
+def report(**extra) -> EvalReport:
+    pairs = [("graph@5+hop", "vector@5")]
+    return EvalReport("golden/toy.jsonl", QUESTIONS, RUN, BUDGETS, pairs=pairs, config={"k": 5}, **extra)
+
+
+def answers() -> dict:
+    texts = {"q1": "It was Ada.", "q2": "No idea, Bob.", "q4": "Not found in the vault."}
+    by_id = {x.id: x for x in QUESTIONS}
+    scored = {qid: score_answer(t, by_id[qid], known_entities={"Ada", "Bob"}) for qid, t in texts.items()}
+    return {"gemma": scored}
+
+
+def test_json_has_the_contract_keys():
+    data = report().to_json()
+    assert list(data) == ["golden", "config", "methods", "questions", "wins"]
+    assert data["golden"] == {
+        "path": "golden/toy.jsonl",
+        "questions": 4,
+        "tiers": {"lookup": 1, "synthesis": 2, "unanswerable": 1},
+    }
+    assert data["config"] == {"k": 5}
+    assert list(data["methods"]["vector@5"]) == ["budget", "tiers", "overall"]
+    assert data["questions"][1]["found"] == {
+        "vector@5": ["A.md", "B.md"],
+        "graph@5+hop": ["A.md", "B.md", "C.md"],
+    }
+    assert data["wins"]["pairs"] == [
+        {"a": "graph@5+hop", "b": "vector@5", "wins": ["q2", "q3"], "losses": [], "ties": 1}
+    ]
+
+
+def test_markdown_tier_table_rows():
+    md = report().to_markdown()
+    assert md.startswith("# Retrieval evaluation\n")
+    assert "How to read this" in md and "similar budgets" in md
+    assert "| Tier | n | vector@5 | graph@5+hop |" in md
+    assert "| lookup | 1 | 1.00 | 1.00 |" in md
+    assert "| synthesis | 2 | 0.33 | 0.75 |" in md
+    assert "| **overall** | 3 | 0.56 | 0.83 |" in md
+    assert "| budget: notes (mean) |  | 5.0 | 9.5 |" in md
+    assert "| budget: tokens (mean) |  | 1,000 | 1,840 |" in md
+
+
+def test_markdown_hit_mrr_questions_and_wins():
+    md = report().to_markdown()
+    assert "| lookup | 1 | 1.00 / 1.00 | 1.00 / 0.50 |" in md
+    assert "| q2 | synthesis | 2/3 | 3/3 |" in md
+    assert "| q4 | unanswerable | — | — |" in md
+    assert "### graph@5+hop vs vector@5" in md
+    assert "- graph@5+hop wins (2): `q2`, `q3`" in md
+    assert "- graph@5+hop loses (0): none" in md
+    assert "| graph@5+hop | 2 | — |" in md
+    assert "## Answers" not in md
+    assert "- k: 5" in md
+
+
+def test_answers_section_and_json():
+    rep = report(answers=answers())
+    data = rep.to_json()
+    assert data["answers"]["gemma"]["tiers"]["unanswerable"]["refusal"] == 1.0
+    assert data["questions"][0]["answers"]["gemma"]["exact"] is True
+    assert data["questions"][2]["answers"] == {}
+    md = rep.to_markdown()
+    assert "## Answers" in md
+    assert "| gemma | lookup | 1 | 1.00 | 1.00 | 1.00 | 0.00 | 0.00 | — |" in md
+    assert "| gemma | unanswerable | 1 | — | — | — | 1.00 | 0.00 | 1.00 |" in md
+
+
+def test_unknown_pair_method_is_an_error():
+    with pytest.raises(EvalError, match="names unknown method 'bm25'"):
+        EvalReport("g.jsonl", QUESTIONS, RUN, BUDGETS, pairs=[("bm25", "vector@5")])
+
+
+def test_save_writes_three_files_with_identical_bytes(tmp_path):
+    rep = report(answers=answers())
+    first = rep.save(tmp_path / "a", "toy")
+    second = rep.save(tmp_path / "b", "toy")
+    assert [p.name for p in first] == ["toy.md", "toy.json", "toy.png"]
+    for one, two in zip(first, second, strict=True):
+        assert one.read_bytes() == two.read_bytes()
+    text = first[1].read_text(encoding="utf-8")
+    assert text.endswith("}\n") and json.loads(text) == json.loads(json.dumps(rep.to_json()))
+    assert first[2].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert b"Software" not in first[2].read_bytes()
+    assert first[0].read_text(encoding="utf-8") == rep.to_markdown()
+
+
+def test_json_keeps_non_ascii(tmp_path):
+    rep = EvalReport("g.jsonl", QUESTIONS, RUN, BUDGETS, config={"vault": "Zoë's vault"})
+    path = rep.save(tmp_path, "r")[1]
+    assert "Zoë's vault" in path.read_text(encoding="utf-8")

@@ -1,0 +1,136 @@
+"""Resolve a link target to a vault file with Obsidian's rules, in one function (``Resolver.resolve``).
+
+Order, first match wins:
+1. an empty target (``[[#Heading]]``) is the note itself;
+2. a pinned override from config (``[links.overrides]``);
+3. note paths: ``./``/``../`` relative to the linking note; else the exact vault path (``/`` prefix allowed),
+   then relative to the linking note's folder, then a path suffix (``folder/Note``), then the basename;
+   each step case-sensitive first, then case-insensitive, after trimming, dropping ``.md`` and NFC;
+4. frontmatter ``aliases`` (reported: Obsidian itself leaves a bare ``[[Alias]]`` unresolved);
+5. attachments (any non-``.md`` file) by the same path rules; a target with a file extension that matches
+   nothing is a missing attachment, anything else is broken.
+
+Several candidates at one step make the link **ambiguous**: the one chosen is in the same folder as the
+linking note if one is, else the shortest path (fewest folders, then fewest characters), else the first
+alphabetically, and every candidate is reported.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import unicodedata
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+
+_EXTENSION = re.compile(r"\.[A-Za-z0-9]{1,5}$")
+
+
+class Status(StrEnum):
+    RESOLVED = "resolved"
+    AMBIGUOUS = "ambiguous"
+    ALIAS = "alias"
+    BROKEN = "broken"
+    SELF = "self"
+    ATTACHMENT = "attachment"
+    MISSING_ATTACHMENT = "missing_attachment"
+
+
+@dataclass(frozen=True)
+class Resolution:
+    status: Status
+    path: str | None  # vault path of the note or attachment (None when broken / missing)
+    candidates: tuple[str, ...] = ()  # every candidate of an ambiguous link, the chosen one first
+    rule: str = ""  # which step matched: self, override, relative, exact, suffix, basename, alias
+
+
+class _PathIndex:
+    """Vault paths looked up by full path, by path suffix and by basename, case-folded."""
+
+    def __init__(self, paths: Iterable[str], strip_md: bool) -> None:
+        self.exact: dict[str, str] = {}
+        self.folded: dict[str, list[str]] = defaultdict(list)
+        self.basename: dict[str, list[str]] = defaultdict(list)
+        for path in sorted(paths):
+            key = path[:-3] if strip_md and path.endswith(".md") else path
+            self.exact[key] = path
+            self.folded[key.casefold()].append(path)
+            self.basename[posixpath.basename(key).casefold()].append(path)
+
+    def lookup(self, key: str, folder: str) -> tuple[list[str], str]:
+        if key.startswith(("./", "../")):
+            return self._exact(posixpath.normpath(posixpath.join(folder, key))), "relative"
+        key = key.lstrip("/")
+        for found, rule in (
+            (self._exact(key), "exact"),
+            (self._exact(posixpath.join(folder, key)) if folder else [], "relative"),
+            (self._suffix(key) if "/" in key else [], "suffix"),
+            (self.basename.get(key.casefold(), []), "basename"),
+        ):
+            if found:
+                return found, rule
+        return [], ""
+
+    def _exact(self, key: str) -> list[str]:
+        if key in self.exact:
+            return [self.exact[key]]
+        return self.folded.get(key.casefold(), [])
+
+    def _suffix(self, key: str) -> list[str]:
+        tail = "/" + key.casefold()
+        base = posixpath.basename(key).casefold()
+        return [p for p in self.basename.get(base, []) if _strip_md(p).casefold().endswith(tail)]
+
+
+class Resolver:
+    def __init__(
+        self,
+        notes: Iterable[str],
+        attachments: Iterable[str] = (),
+        aliases: Mapping[str, Iterable[str]] | None = None,
+        overrides: Mapping[str, str] | None = None,
+    ) -> None:
+        self.notes = _PathIndex(notes, strip_md=True)
+        self.attachments = _PathIndex(attachments, strip_md=False)
+        self.aliases: dict[str, list[str]] = defaultdict(list)
+        for path, names in sorted((aliases or {}).items()):
+            for name in names:
+                self.aliases[normalise(name).casefold()].append(path)
+        self.overrides = {normalise(k).casefold(): v for k, v in (overrides or {}).items()}
+
+    def resolve(self, target: str, source: str) -> Resolution:
+        key = normalise(target)
+        folder = posixpath.dirname(source)
+        if not key:
+            return Resolution(Status.SELF, source, rule="self")
+        if key.casefold() in self.overrides:
+            return Resolution(Status.RESOLVED, self.overrides[key.casefold()], rule="override")
+        found, rule = self.notes.lookup(key, folder)
+        if found:
+            return _pick(found, folder, Status.RESOLVED, rule)
+        if key.casefold() in self.aliases:
+            return _pick(self.aliases[key.casefold()], folder, Status.ALIAS, "alias")
+        found, rule = self.attachments.lookup(normalise(target, keep_md=True), folder)
+        if found:
+            return _pick(found, folder, Status.ATTACHMENT, rule)
+        has_ext = _EXTENSION.search(key) is not None and not target.strip().endswith(".md")
+        return Resolution(Status.MISSING_ATTACHMENT if has_ext else Status.BROKEN, None)
+
+
+def normalise(target: str, keep_md: bool = False) -> str:
+    """Trim, NFC, ``\\`` to ``/``, and drop a trailing ``.md`` (unless ``keep_md``)."""
+    key = unicodedata.normalize("NFC", target.strip()).replace("\\", "/")
+    return key if keep_md else _strip_md(key)
+
+
+def _strip_md(path: str) -> str:
+    return path[:-3] if path.lower().endswith(".md") else path
+
+
+def _pick(found: list[str], folder: str, status: Status, rule: str) -> Resolution:
+    if len(found) == 1:
+        return Resolution(status, found[0], (), rule)
+    ranked = sorted(found, key=lambda p: (posixpath.dirname(p) != folder, p.count("/"), len(p), p))
+    return Resolution(Status.AMBIGUOUS, ranked[0], tuple(ranked), rule)

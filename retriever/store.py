@@ -78,7 +78,7 @@ def _parse_url(url: str) -> tuple[str, int, bool]:
 def collection_name(bundle_id: str, embedder_name: str) -> str:
     """A valid Chroma collection name (3-63 chars of [a-zA-Z0-9._-], alphanumeric at both ends)."""
     name = re.sub(r"[^A-Za-z0-9._-]+", "-", f"v2o-{bundle_id}-{embedder_name}")
-    name = re.sub(r"\.{2,}", ".", name).strip("._-")
+    name = re.sub(r"-{2,}", "-", re.sub(r"\.{2,}", ".", name)).strip("._-")
     if len(name) > 63:
         digest = hashlib.sha256(name.encode()).hexdigest()[:8]
         name = f"{name[:54].rstrip('._-')}-{digest}"

@@ -1,0 +1,80 @@
+import json
+
+import duckdb
+import pytest
+
+from retriever.errors import RetrieverError
+from retriever.index import bundle_id, index_bundle, load_concepts, open_index, read_index_info
+
+CONCEPTS = [
+    (
+        "People/Bob",
+        "Bob",
+        "# Bob\nBob the dwarf forges axes. He lives in [Phandalin](../Places/Phandalin.md).",
+    ),
+    ("Places/Phandalin", "Phandalin", "A frontier town.\n## Inn\nThe Stonehill Inn serves cheap ale."),
+    ("Sessions/Session 1", "Session 1", "The party met [Bob](../People/Bob.md) and bought an axe."),
+    ("Empty", "Empty", ""),
+]
+
+
+def write_bundle(bundle, concepts=CONCEPTS):
+    """A hand-made okf.duckdb holding only the columns the retriever reads."""
+    bundle.mkdir(exist_ok=True)
+    with duckdb.connect(str(bundle / "okf.duckdb")) as con:
+        con.execute("CREATE OR REPLACE TABLE concepts (id VARCHAR PRIMARY KEY, title VARCHAR, body VARCHAR)")
+        con.executemany("INSERT INTO concepts VALUES (?, ?, ?)", concepts)
+    return bundle
+
+
+def test_missing_database_says_to_convert_first(tmp_path):
+    with pytest.raises(RetrieverError, match="run `vault2okf convert"):
+        load_concepts(tmp_path)
+
+
+def test_unindexed_bundle_says_to_index_first(tmp_path):
+    with pytest.raises(RetrieverError, match=r"run `vault2okf index .*` first"):
+        read_index_info(tmp_path)
+
+
+def test_concepts_are_read_in_id_order(tmp_path):
+    assert [c[0] for c in load_concepts(write_bundle(tmp_path / "b"))] == sorted(c[0] for c in CONCEPTS)
+
+
+def test_bundle_id_is_stable_and_short(tmp_path):
+    assert bundle_id(tmp_path) == bundle_id(tmp_path / "." / "") and len(bundle_id(tmp_path)) == 12
+
+
+@pytest.mark.slow
+def test_index_then_reindex_is_incremental(tmp_path):
+    bundle = write_bundle(tmp_path / "bundle")
+    first = index_bundle(bundle, embedder_name="minilm", progress=False)
+    assert (first.notes, first.embedder, first.removed, first.unchanged) == (4, "minilm", 0, 0)
+    assert first.added == first.chunks >= 4
+    again = index_bundle(bundle, embedder_name="minilm", progress=False)
+    assert (again.added, again.removed, again.unchanged) == (0, 0, first.chunks)
+    changed = [c if c[0] != "Empty" else ("Empty", "Empty", "Now it has text.") for c in CONCEPTS[1:]]
+    third = index_bundle(write_bundle(bundle, changed), embedder_name="minilm", progress=False)
+    assert (third.added, third.removed) == (1, first.chunks - third.chunks + 1)
+
+
+@pytest.mark.slow
+def test_index_info_reopens_the_same_collection_and_embedder(tmp_path):
+    bundle = write_bundle(tmp_path / "bundle")
+    result = index_bundle(bundle, embedder_name="minilm", progress=False)
+    recorded = json.loads((bundle / ".vault2okf" / "index.json").read_text())
+    assert recorded["collection"] == result.collection and recorded["embedder_spec"] == "minilm"
+    info, store, embedder = open_index(bundle)
+    assert (info.embedder, embedder.name, store.count()) == ("minilm", "minilm", result.chunks)
+    hits = store.query(embedder.embed_query("Where can I get a cheap drink?"), k=2)
+    assert hits[0].note_id == "Places/Phandalin"
+    assert store.get_note_chunks(["Empty"])["Empty"][0].text == "Empty"
+
+
+@pytest.mark.slow
+def test_a_separate_chroma_path_is_recorded(tmp_path):
+    bundle = write_bundle(tmp_path / "bundle")
+    index_bundle(bundle, embedder_name="minilm", chroma_path=tmp_path / "chroma", progress=False)
+    assert read_index_info(bundle).chroma_path == str((tmp_path / "chroma").resolve())
+    assert not (bundle / ".vault2okf" / "chroma").exists()
+    assert open_index(bundle)[1].count() > 0

@@ -1,0 +1,165 @@
+"""``convert``: vault -> parsed notes -> resolved links -> OKF docs + link-health report + okf.duckdb."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import posixpath
+import shutil
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from vault2okf import bundle as b
+from vault2okf.config import Config, load_config
+from vault2okf.db import Tables, write_database
+from vault2okf.meta import Meta, note_meta
+from vault2okf.parse import Note, parse_note
+from vault2okf.report import LinkRecord, LinkReport
+from vault2okf.resolve import Resolver, Status
+from vault2okf.rewrite import rewrite_body
+from vault2okf.walk import Walk, walk_vault
+
+_NOTE = (Status.RESOLVED, Status.AMBIGUOUS, Status.ALIAS, Status.SELF)
+_OKF_KEYS = ("type", "title", "description", "resource", "timestamp", "tags")
+
+
+@dataclass(frozen=True)
+class ConvertResult:
+    out: Path
+    notes: int
+    links: int
+    report: LinkReport
+    seconds: float
+
+
+def convert(vault: Path, out: Path, *, config_path: Path | None = None) -> ConvertResult:
+    start = time.perf_counter()
+    vault, out = vault.resolve(), out.resolve()
+    config = load_config(vault, config_path)
+    b.check_output(vault, out)
+    walk = walk_vault(vault, config.exclude)
+    notes = [parse_note(f.path, f.abs_path.read_bytes()) for f in walk.notes]
+    mtimes = {f.path: f.abs_path.stat().st_mtime for f in walk.notes}
+    metas = {n.path: note_meta(n.path, n.frontmatter, n.body, mtimes[n.path], config) for n in notes}
+    records = resolve_links(notes, walk, metas, config)
+    report = LinkReport(
+        vault=vault.name,
+        notes=tuple(n.path for n in notes),
+        records=tuple(records),
+        problems=tuple((n.path, p) for n in notes for p in n.problems),
+        skipped=walk.skipped,
+        aliases={p: m.aliases for p, m in metas.items() if m.aliases},
+    )
+    stage = b.staging_dir(out)
+    try:
+        _write(stage, out.name, vault, walk, notes, metas, records, report)
+        b.swap_into_place(stage, out)
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    return ConvertResult(out, len(notes), len(records), report, time.perf_counter() - start)
+
+
+def resolve_links(notes: list[Note], walk: Walk, metas: dict[str, Meta], config: Config) -> list[LinkRecord]:
+    resolver = Resolver(
+        notes=[n.path for n in notes],
+        attachments=[f.path for f in walk.attachments],
+        aliases={p: m.aliases for p, m in metas.items() if m.aliases},
+        overrides=config.overrides,
+    )
+    return [LinkRecord(n.path, link, resolver.resolve(link.target, n.path)) for n in notes for link in n.links]
+
+
+def _write(
+    stage: Path,
+    name: str,
+    vault: Path,
+    walk: Walk,
+    notes: list[Note],
+    metas: dict[str, Meta],
+    records: list[LinkRecord],
+    report: LinkReport,
+) -> None:
+    doc_of = {n.path: b.doc_path_for(n.path) for n in notes}
+    used = {r.resolution.path for r in records if r.resolution.status is Status.ATTACHMENT}
+    doc_of.update({a.path: a.path for a in walk.attachments if a.path in used})
+    resolved = {(r.source, r.link): r.resolution for r in records}
+    files: dict[str, str | bytes] = {}
+    docs, concepts = [], []
+    for note in notes:
+        body = rewrite_body(note, {lk: resolved[(note.path, lk)] for lk in note.links}, doc_of)
+        doc = _doc(note, metas[note.path], body, doc_of[note.path], vault.name)
+        files[f"{b.CONCEPTS}/{doc.doc_path}"] = doc.text
+        docs.append(doc)
+        concepts.append(_concept_row(note, metas[note.path], doc, body))
+    for folder, text in b.folder_indexes(docs, vault.name).items():
+        files[posixpath.join(b.CONCEPTS, folder, "index.md")] = text
+    types = dict(Counter(d.type for d in docs).most_common())
+    files["SKILL.md"] = b.skill_text(name, vault.name, types, report.totals())
+    files["link-health.md"] = report.to_markdown()
+    files["link-health.json"] = report.to_json_text()
+    files[b.MARKER] = json.dumps({"tool": "vault2okf", "vault": vault.name, "okf_version": b.OKF_VERSION}) + "\n"
+    copies = {f"{b.CONCEPTS}/{a.path}": a.abs_path for a in walk.attachments if a.path in used}
+    b.write_tree(stage, files, copies)
+    links = [_link_row(r, doc_of) for r in records]
+    write_database(stage / "okf.duckdb", Tables(concepts, links), {"vault": vault.name, "okf_version": b.OKF_VERSION})
+
+
+def _doc(note: Note, meta: Meta, body: str, doc_path: str, vault_name: str) -> b.Doc:
+    front: dict[str, Any] = {
+        "type": meta.type,
+        "title": meta.title,
+        "description": meta.description,
+        "resource": f"obsidian://open?vault={quote(vault_name, safe='')}&file={quote(note.path[:-3], safe='')}",
+        "timestamp": meta.timestamp,
+        "tags": list(meta.tags),
+    }
+    front.update({k: v for k, v in note.frontmatter.items() if k not in _OKF_KEYS})
+    if note.frontmatter_error:
+        front["frontmatter_error"] = note.frontmatter_error
+        front["original_frontmatter"] = note.frontmatter_text
+    return b.Doc(doc_path, meta.title, meta.description, meta.type, b.render_doc(front, body))
+
+
+def _concept_row(note: Note, meta: Meta, doc: b.Doc, body: str) -> tuple[Any, ...]:
+    return (
+        concept_id(doc.doc_path),
+        note.path,
+        f"{b.CONCEPTS}/{doc.doc_path}",
+        meta.type,
+        meta.title,
+        meta.description,
+        list(meta.tags),
+        list(meta.aliases),
+        meta.timestamp,
+        meta.session_date,
+        meta.session_number,
+        body,
+        hashlib.sha256(doc.text.encode("utf-8")).hexdigest(),
+        json.dumps(note.frontmatter, ensure_ascii=False, sort_keys=True, default=str),
+        note.frontmatter_error,
+    )
+
+
+def _link_row(r: LinkRecord, doc_of: dict[str, str]) -> tuple[Any, ...]:
+    note_target = r.resolution.status in _NOTE and r.resolution.path
+    return (
+        concept_id(doc_of[r.source]),
+        concept_id(doc_of[r.resolution.path]) if note_target and r.resolution.path else None,
+        r.link.raw,
+        r.link.target,
+        "embed" if r.link.embed else "link",
+        r.link.anchor,
+        r.link.line,
+        r.resolution.status.value,
+        r.link.context,
+        r.link.syntax == "frontmatter",
+    )
+
+
+def concept_id(doc_path: str) -> str:
+    return doc_path[:-3] if doc_path.lower().endswith(".md") else doc_path

@@ -1,0 +1,106 @@
+"""Rewrite a note body into an OKF concept doc body: wikilinks and note links become relative markdown links.
+
+Pure: the parsed note, where each link resolved to, and where each vault file lands in the bundle go in;
+the new body comes out. Rules:
+- a note link -> ``[label](relative/path%20encoded.md#heading-slug)``;
+- an embed of a note -> a plain link to it (no transclusion, so embed cycles cannot loop);
+- an existing image -> ``![alt](relative/path.png)``; another attachment -> ``[name](relative/path.pdf#page=3)``;
+- a broken link -> its readable text (never a link to a file that does not exist);
+- a missing attachment -> left exactly as written (and reported).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import unicodedata
+from collections import defaultdict
+from collections.abc import Mapping
+from urllib.parse import quote
+
+from vault2okf.parse import Link, Note
+from vault2okf.resolve import Resolution, Status
+
+IMAGE_EXTENSIONS = frozenset({"png", "jpg", "jpeg", "gif", "svg", "webp", "bmp", "avif"})
+_SIZE = re.compile(r"^\d+(?:x\d+)?$")
+_SLUG_DROP = re.compile(r"[^\w\- ]")
+
+
+def rewrite_body(note: Note, resolved: Mapping[Link, Resolution], doc_of: Mapping[str, str]) -> str:
+    """``doc_of`` maps vault paths (notes and copied attachments) to bundle paths under ``concepts/``."""
+    source_doc = doc_of[note.path]
+    by_line: dict[int, list[Link]] = defaultdict(list)
+    for link in note.links:
+        if link.syntax != "frontmatter":
+            by_line[link.line - note.body_line].append(link)
+    lines = note.body.split("\n")
+    for index, links in by_line.items():
+        line = lines[index]
+        for link in sorted(links, key=lambda lk: lk.col, reverse=True):
+            text = render(link, resolved[link], source_doc, doc_of)
+            line = line[: link.col] + text + line[link.col + len(link.raw) :]
+        lines[index] = line
+    return "\n".join(lines)
+
+
+def render(link: Link, res: Resolution, source_doc: str, doc_of: Mapping[str, str]) -> str:
+    if res.status in (Status.RESOLVED, Status.AMBIGUOUS, Status.ALIAS):
+        return f"[{_escape(label(link))}]({href(source_doc, doc_of[res.path or ''])}{anchor(link.anchor)})"
+    if res.status is Status.SELF:
+        return f"[{_escape(label(link))}]({anchor(link.anchor)})" if anchor(link.anchor) else label(link)
+    if res.status is Status.ATTACHMENT:
+        return _attachment(link, res.path or "", source_doc, doc_of)
+    if res.status is Status.MISSING_ATTACHMENT:
+        return link.raw
+    return label(link)
+
+
+def label(link: Link) -> str:
+    """What a reader sees: the alias or link text, else ``Note > Heading`` as Obsidian shows it."""
+    if link.label and not (link.embed and _SIZE.match(link.label)):
+        return link.label
+    if link.syntax == "markdown" and link.label is not None and not link.embed:
+        return link.label
+    name = posixpath.basename(link.target)
+    name = name[:-3] if name.lower().endswith(".md") else name
+    heading = (link.anchor or "").split("#")[-1].lstrip("^")
+    if name and heading:
+        return f"{name} > {heading}"
+    return name or heading
+
+
+def href(source_doc: str, target_doc: str) -> str:
+    rel = posixpath.relpath(target_doc, posixpath.dirname(source_doc) or ".")
+    return quote(rel, safe="/")
+
+
+def anchor(raw: str | None) -> str:
+    """``Heading`` -> ``#heading``; nested ``H1#H2`` uses the last heading; block refs ``^id`` have no anchor."""
+    if not raw:
+        return ""
+    last = raw.split("#")[-1].strip()
+    if not last or last.startswith("^"):
+        return ""
+    slug = slugify(last)
+    return f"#{slug}" if slug else ""
+
+
+def slugify(heading: str) -> str:
+    """GitHub-style slug, folded to ASCII so it fits OKF's ``[A-Za-z0-9_-]`` anchors."""
+    ascii_text = unicodedata.normalize("NFKD", heading).encode("ascii", "ignore").decode()
+    return _SLUG_DROP.sub("", ascii_text.strip().lower()).strip().replace(" ", "-")
+
+
+def _attachment(link: Link, path: str, source_doc: str, doc_of: Mapping[str, str]) -> str:
+    url = href(source_doc, doc_of[path])
+    name = posixpath.basename(path)
+    ext = name.rsplit(".", 1)[-1].lower() if "." in name else ""
+    text = label(link) if link.label and not _SIZE.match(link.label) else name
+    if link.embed and ext in IMAGE_EXTENSIONS:
+        return f"![{_escape(text)}]({url})"
+    fragment = f"#{quote(link.anchor, safe='=&')}" if link.anchor and ext == "pdf" else ""
+    return f"[{_escape(text)}]({url}{fragment})"
+
+
+def _escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")

@@ -36,7 +36,14 @@ class Embedder(Protocol):
     dim: int
     batch_size: int
 
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray: ...
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Rows in input order; texts are batched by length so little compute goes to padding."""
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        order = np.argsort([len(text) for text in texts], kind="stable")
+        for start in range(0, len(order), self.batch_size):
+            rows = order[start : start + self.batch_size]
+            out[rows] = self._encode([texts[i] for i in rows])
+        return out
 
     def embed_query(self, text: str) -> np.ndarray: ...
 

@@ -21,7 +21,9 @@ _MD_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _MARKUP = re.compile(r"[*_~=`]+|<[^>]+>")
 _SENTENCE = re.compile(r"^(.+?[.!?])(?=\s|$)")
 _DATE_KEYS = ("date", "created", "updated", "modified", "timestamp", "sessiondate", "session_date")
-_SKIP_LINE = re.compile(r"^\s*(?:#|>|\||!\[|```|~~~|<|-{3,}|\*{3,}|_{3,}|%%|\$\{|`INPUT|`VIEW|\[!)")
+_SKIP_LINE = re.compile(
+    r"^\s*(?:#|>|\||!\[|```|~~~|<|-{3,}|\*{3,}|_{3,}|%%|\$\{|`INPUT|`VIEW|\[!|(?:[-*+]\s*)?\*\*[^*]{1,40}:\*\*|[\w ]{1,30}::)"
+)
 
 
 @dataclass(frozen=True)

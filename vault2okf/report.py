@@ -14,6 +14,7 @@ from vault2okf.parse import Link, Problem
 from vault2okf.resolve import Resolution, Status
 
 HUBS = 15
+AT_SHOWN = 12
 
 
 @dataclass(frozen=True)
@@ -215,17 +216,23 @@ def _section(title: str, entries: list[dict[str, Any]], advice: str, fmt: Any) -
 def _broken_line(e: dict[str, Any]) -> Iterable[str]:
     hint = f" — did you mean: {', '.join(e['suggestions'])}?" if e.get("suggestions") else ""
     yield f"- **{e['target']}** ×{e['count']}{hint}"
-    yield f"  - at: {', '.join(e['at'])}"
+    yield _at(e["at"])
 
 
 def _ambiguous_line(e: dict[str, Any]) -> Iterable[str]:
     yield f"- **{e['target']}** ×{e['count']} → chose `{e['chosen'][0]}` of {', '.join(f'`{c}`' for c in e['candidates'])}"
-    yield f"  - at: {', '.join(e['at'])}"
+    yield _at(e["at"])
 
 
 def _alias_line(e: dict[str, Any]) -> Iterable[str]:
     yield f"- **{e['target']}** ×{e['count']} → `{e['note']}`"
-    yield f"  - at: {', '.join(e['at'])}"
+    yield _at(e["at"])
+
+
+def _at(where: list[str]) -> str:
+    """Up to ``AT_SHOWN`` locations; link-health.json lists every one."""
+    more = f" … and {len(where) - AT_SHOWN} more (every location is in link-health.json)" if len(where) > AT_SHOWN else ""
+    return f"  - at: {', '.join(f'`{w}`' for w in where[:AT_SHOWN])}{more}"
 
 
 def _problems(d: dict[str, Any]) -> Iterable[str]:

@@ -4,7 +4,7 @@ Order, first match wins:
 1. an empty target (``[[#Heading]]``) is the note itself;
 2. a pinned override from config (``[links.overrides]``);
 3. note paths: ``./``/``../`` relative to the linking note; else the exact vault path (``/`` prefix allowed),
-   then relative to the linking note's folder, then a path suffix (``folder/Note``), then the basename;
+   then (for a target with a folder in it) relative to the linking note's folder, then a path suffix (``folder/Note``), then the basename;
    each step case-sensitive first, then case-insensitive, after trimming, dropping ``.md`` and NFC;
 4. frontmatter ``aliases`` (reported: Obsidian itself leaves a bare ``[[Alias]]`` unresolved);
 5. attachments (any non-``.md`` file) by the same path rules; a target with a file extension that matches
@@ -65,7 +65,7 @@ class _PathIndex:
         key = key.lstrip("/")
         for found, rule in (
             (self._exact(key), "exact"),
-            (self._exact(posixpath.join(folder, key)) if folder else [], "relative"),
+            (self._exact(posixpath.join(folder, key)) if folder and "/" in key else [], "relative"),
             (self._suffix(key) if "/" in key else [], "suffix"),
             (self.basename.get(key.casefold(), []), "basename"),
         ):

@@ -51,11 +51,16 @@ def code_mask(lines: list[str]) -> list[bool]:
 
 
 def _blocked_lines(lines: list[str]) -> set[int]:
-    """Lines inside fences or multi-line ``%%`` comments (fence and comment lines included)."""
+    """Lines inside fences or multi-line ``%%`` comments (fence and comment lines included).
+
+    A fence opened inside a blockquote ends with the blockquote, as in CommonMark.
+    """
     blocked: set[int] = set()
-    fence: tuple[str, int] | None = None
+    fence: tuple[str, int, bool] | None = None
     in_comment = False
     for i, line in enumerate(lines):
+        if fence is not None and fence[2] and not line.lstrip().startswith(">"):
+            fence = None
         if fence is not None:
             blocked.add(i)
             fence = _fence_after(line, fence)
@@ -97,14 +102,15 @@ def _paragraph_in_list(lines: list[str], j: int) -> bool:
     return False
 
 
-def _fence_open(line: str) -> tuple[str, int] | None:
+def _fence_open(line: str) -> tuple[str, int, bool] | None:
+    """(fence character, length, opened inside a blockquote) when ``line`` opens a fenced code block."""
     m = _FENCE.match(line)
     if m is None or (m.group(1)[0] == "`" and "`" in m.group(2)):
         return None
-    return m.group(1)[0], len(m.group(1))
+    return m.group(1)[0], len(m.group(1)), line.lstrip().startswith(">")
 
 
-def _fence_after(line: str, fence: tuple[str, int]) -> tuple[str, int] | None:
+def _fence_after(line: str, fence: tuple[str, int, bool]) -> tuple[str, int, bool] | None:
     """The fence still open after ``line`` (None when the line closes it)."""
     m = _FENCE.match(line)
     closes = m is not None and m.group(1)[0] == fence[0] and len(m.group(1)) >= fence[1] and not m.group(2).strip()

@@ -1,0 +1,46 @@
+"""Checks on a written bundle, shared by the fixture and real-vault tests."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+from urllib.parse import unquote
+
+import duckdb
+
+_LINK = re.compile(r"!?\[(?:[^\]\\]|\\.)*\]\(([^)\s]+)\)")
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def dangling_links(bundle: Path) -> list[str]:
+    """``doc: target`` for every markdown link in the concept tree that does not point at an existing file."""
+    concepts = bundle / "concepts"
+    bad = []
+    for doc in sorted(concepts.rglob("*.md")):
+        for target in _LINK.findall(doc.read_text("utf-8")):
+            if _SCHEME.match(target) or target.startswith("#"):
+                continue
+            path = (doc.parent / unquote(target.split("#", 1)[0])).resolve()
+            if not path.is_file() or not path.is_relative_to(concepts.resolve()):
+                bad.append(f"{doc.relative_to(bundle)}: {target}")
+    return bad
+
+
+def tree_hashes(root: Path, skip: tuple[str, ...] = ()) -> dict[str, str]:
+    """sha256 of every file under ``root`` (relative path -> digest), skipping names in ``skip``."""
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not any(part in skip for part in p.relative_to(root).parts)
+    }
+
+
+def database_rows(bundle: Path) -> dict[str, list[tuple]]:
+    """Every row of every table of ``okf.duckdb``, sorted: the file's contents, not its bytes."""
+    con = duckdb.connect(str(bundle / "okf.duckdb"), read_only=True)
+    try:
+        tables = [r[0] for r in con.execute("SELECT table_name FROM information_schema.tables ORDER BY 1").fetchall()]
+        return {t: sorted(con.execute(f"SELECT * FROM {t}").fetchall(), key=repr) for t in tables}
+    finally:
+        con.close()

@@ -1,0 +1,92 @@
+"""Whole-tree golden fixtures: ``tests/fixtures/<scenario>/input/`` converts to ``expected/``.
+
+``expected/`` holds the bundle's ``concepts/`` tree and ``link-health.json``; regenerate it with
+``python scripts/regen_fixtures.py [SCENARIO...]`` and review every changed file by hand.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import os
+import re
+import shutil
+from pathlib import Path
+from urllib.parse import unquote
+
+import pytest
+
+from vault2okf.convert import convert
+
+FIXTURES = Path(__file__).parent / "fixtures"
+MTIME = 1_700_000_000  # every input file gets this mtime, so timestamps taken from mtimes are stable
+COMPARED = ("concepts", "link-health.json")
+XFAIL: dict[str, str] = {}  # scenario -> "bug: ..." while a converter bug is open
+_MD_LINK = re.compile(r"!?\[(?:\\.|[^\[\]\\])*\]\(\s*(<[^>]*>|[^)\s]*)")
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def scenarios() -> list[str]:
+    return sorted(p.name for p in FIXTURES.iterdir() if (p / "input").is_dir())
+
+
+def params() -> list:
+    marks = {s: pytest.mark.xfail(strict=True, reason=XFAIL[s]) for s in XFAIL}
+    return [pytest.param(s, marks=marks.get(s, ())) for s in scenarios()]
+
+
+def convert_fixture(scenario: str, work: Path) -> Path:
+    """Copy the input byte-exact to ``work/<scenario>``, pin every mtime, convert into ``work/out``."""
+    vault = work / scenario
+    shutil.copytree(FIXTURES / scenario / "input", vault, symlinks=True)
+    for path in [vault, *vault.rglob("*")]:
+        os.utime(path, (MTIME, MTIME), follow_symlinks=False)
+    convert(vault, work / "out")
+    return work / "out"
+
+
+def tree(root: Path, names: tuple[str, ...] = ("",)) -> dict[str, bytes]:
+    """Relative path -> bytes for every file under ``root/name`` for each name."""
+    files: dict[str, bytes] = {}
+    for name in names:
+        top = root / name
+        for path in [top] if top.is_file() else sorted(top.rglob("*")):
+            if path.is_file():
+                files[path.relative_to(root).as_posix()] = path.read_bytes()
+    return files
+
+
+@pytest.mark.parametrize("scenario", params())
+def test_golden(scenario: str, tmp_path: Path) -> None:
+    actual = tree(convert_fixture(scenario, tmp_path), COMPARED)
+    expected = tree(FIXTURES / scenario / "expected")
+    assert sorted(actual) == sorted(expected)
+    for rel, data in expected.items():
+        if actual[rel] != data:
+            a, e = actual[rel].decode(errors="replace"), data.decode(errors="replace")
+            diff = difflib.unified_diff(e.splitlines(True), a.splitlines(True), f"expected/{rel}", f"actual/{rel}")
+            pytest.fail(f"{rel} differs:\n{''.join(diff)}")
+
+
+@pytest.mark.parametrize("scenario", params())
+def test_links_point_at_files(scenario: str, tmp_path: Path) -> None:
+    concepts = convert_fixture(scenario, tmp_path) / "concepts"
+    dangling = []
+    for doc in sorted(concepts.rglob("*.md")):
+        for target in _MD_LINK.findall(doc.read_text("utf-8")):
+            path = unquote(target.strip("<>").split("#")[0])
+            if path and not _SCHEME.match(target) and not (doc.parent / path).is_file():
+                dangling.append(f"{doc.relative_to(concepts)}: {target}")
+    assert dangling == []
+
+
+@pytest.mark.parametrize("scenario", scenarios())
+def test_input_is_never_modified(scenario: str, tmp_path: Path) -> None:
+    vault = FIXTURES / scenario / "input"
+    before = _hashes(vault)
+    convert(vault, tmp_path / "out")
+    assert _hashes(vault) == before
+
+
+def _hashes(root: Path) -> dict[str, str]:
+    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in root.rglob("*") if p.is_file()}

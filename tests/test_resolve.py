@@ -1,0 +1,73 @@
+"""Obsidian's link resolution, one case table (obsidian-export's lookup tests are the model)."""
+
+from __future__ import annotations
+
+import pytest
+
+from vault2okf.resolve import Resolver, Status
+
+NOTES = [
+    "Home.md",
+    "People/Bob Smith.md",
+    "People/Alice.md",
+    "Villains/Alice.md",
+    "Deep/Nested/Folder/Alice.md",
+    "Places/Noteä.md",
+    "Places/Town/Square.md",
+    "Sessions/Session 1.md",
+    "Sessions/Index.md",
+]
+ATTACHMENTS = ["assets/map.png", "docs/rules.pdf"]
+ALIASES = {"People/Bob Smith.md": ["Bobby", "The Smith"]}
+OVERRIDES = {"Alicia": "Villains/Alice.md"}
+
+
+@pytest.fixture(scope="module")
+def resolver() -> Resolver:
+    return Resolver(NOTES, ATTACHMENTS, ALIASES, OVERRIDES)
+
+
+@pytest.mark.parametrize(
+    ("target", "source", "status", "path", "rule"),
+    [
+        ("Home", "x.md", Status.RESOLVED, "Home.md", "exact"),
+        ("Home.md", "x.md", Status.RESOLVED, "Home.md", "exact"),
+        ("  Home  ", "x.md", Status.RESOLVED, "Home.md", "exact"),
+        ("home", "x.md", Status.RESOLVED, "Home.md", "exact"),
+        ("People/Bob Smith", "x.md", Status.RESOLVED, "People/Bob Smith.md", "exact"),
+        ("/People/Bob Smith.md", "x.md", Status.RESOLVED, "People/Bob Smith.md", "exact"),
+        ("bob smith", "x.md", Status.RESOLVED, "People/Bob Smith.md", "basename"),
+        ("Town/Square", "x.md", Status.RESOLVED, "Places/Town/Square.md", "suffix"),
+        ("./Session 1", "Sessions/Index.md", Status.RESOLVED, "Sessions/Session 1.md", "relative"),
+        ("../Home", "Sessions/Index.md", Status.RESOLVED, "Home.md", "relative"),
+        ("Session 1", "Sessions/Index.md", Status.RESOLVED, "Sessions/Session 1.md", "basename"),
+        ("Town/Square", "Places/x.md", Status.RESOLVED, "Places/Town/Square.md", "relative"),
+        ("Note\u0061\u0308", "x.md", Status.RESOLVED, "Places/Noteä.md", "basename"),  # NFD -> NFC
+        ("Alice", "People/Bob Smith.md", Status.AMBIGUOUS, "People/Alice.md", "basename"),  # same folder
+        ("Alice", "Villains/x.md", Status.AMBIGUOUS, "Villains/Alice.md", "basename"),
+        ("Alice", "Home.md", Status.AMBIGUOUS, "People/Alice.md", "basename"),  # shortest, then alphabetical
+        ("Alicia", "x.md", Status.RESOLVED, "Villains/Alice.md", "override"),
+        ("Bobby", "x.md", Status.ALIAS, "People/Bob Smith.md", "alias"),
+        ("the smith", "x.md", Status.ALIAS, "People/Bob Smith.md", "alias"),
+        ("", "People/Alice.md", Status.SELF, "People/Alice.md", "self"),
+        ("map.png", "x.md", Status.ATTACHMENT, "assets/map.png", "basename"),
+        ("assets/map.png", "x.md", Status.ATTACHMENT, "assets/map.png", "exact"),
+        ("rules.pdf", "x.md", Status.ATTACHMENT, "docs/rules.pdf", "basename"),
+        ("missing.png", "x.md", Status.MISSING_ATTACHMENT, None, ""),
+        ("Nobody", "x.md", Status.BROKEN, None, ""),
+        ("Nobody.md", "x.md", Status.BROKEN, None, ""),
+        ("Version 1.2", "x.md", Status.MISSING_ATTACHMENT, None, ""),
+    ],
+)
+def test_resolve(resolver: Resolver, target: str, source: str, status: Status, path: str | None, rule: str) -> None:
+    res = resolver.resolve(target, source)
+    assert (res.status, res.path, res.rule) == (status, path, rule)
+
+
+def test_ambiguous_lists_every_candidate_chosen_first(resolver: Resolver) -> None:
+    res = resolver.resolve("Alice", "Home.md")
+    assert res.candidates == ("People/Alice.md", "Villains/Alice.md", "Deep/Nested/Folder/Alice.md")
+
+
+def test_unambiguous_has_no_candidates(resolver: Resolver) -> None:
+    assert resolver.resolve("Home", "x.md").candidates == ()

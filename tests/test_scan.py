@@ -1,0 +1,70 @@
+"""Link finding: a case table for the fast scanner, and agreement with a full markdown-it-py parse on real vaults."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from oracle import full_spans
+from vault2okf.parse import decode, split_frontmatter
+from vault2okf.scan import code_mask, find_spans
+
+VAULTS = Path(__file__).resolve().parents[2] / "shared" / "vaults"
+
+
+def inners(text: str) -> list[str]:
+    return [s.inner for s in find_spans(text.split("\n"))]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("see [[Note]] and [[Other|label]]", ["Note", "Other|label"]),
+        ("`[[in code]]` but [[out]]", ["out"]),
+        ("``a `[[x]]` b`` [[y]]", ["y"]),
+        ("```\n[[fenced]]\n```\n[[after]]", ["after"]),
+        ("~~~~md\n[[fenced]]\n~~~\n[[still fenced]]\n~~~~\n[[after]]", ["after"]),
+        ("para\n\n    [[indented code]]\n\n[[after]]", ["after"]),
+        ("- item\n\n    [[list continuation]]", ["list continuation"]),
+        ("- item\n\t- [[nested item]]", ["nested item"]),
+        ("text %%[[hidden]]%% [[shown]]", ["shown"]),
+        ("%%\n[[hidden]]\n%%\n[[shown]]", ["shown"]),
+        ("an unclosed [[ bracket and [[ok]]", ["ok"]),
+        ("[[never closed", []),
+        ("| a | [[Note\\|label]] |", ["Note\\|label"]),
+        ("![[image.png|100x145]]", ["image.png|100x145"]),
+        ("[x](Note%20Name.md) ![i](pic.png)", ["Note%20Name.md", "pic.png"]),
+        ("> ```\n> [[quoted code]]\n\n[[after quote]]", ["after quote"]),
+        ("[[]] and [[ ]]", []),
+    ],
+)
+def test_find_spans(text: str, expected: list[str]) -> None:
+    assert inners(text) == expected
+
+
+def test_code_mask_marks_fences_and_comments() -> None:
+    lines = ["a", "```", "b", "```", "%%", "c", "%%", "d"]
+    assert code_mask(lines) == [False, True, True, True, True, True, False, False]
+
+
+def test_wikilink_offsets_point_at_the_raw_link() -> None:
+    line = "x `[[no]]` [[Yes|y]] ![[Img.png]]"
+    spans = list(find_spans([line]))
+    assert [line[s.start : s.end] for s in spans] == ["[[Yes|y]]", "![[Img.png]]"]
+    assert [s.embed for s in spans] == [False, True]
+
+
+@pytest.mark.parametrize("vault", ["blades-of-vengeance", "children-of-ash", "thellade"])
+def test_fast_scanner_agrees_with_full_parse(vault: str) -> None:
+    """Every link the full CommonMark parse finds, and no other, on every note of a real vault."""
+    root = VAULTS / vault
+    if not root.is_dir():
+        pytest.skip(f"{root} not present")
+    differing = []
+    for path in sorted(root.rglob("*.md")):
+        _, body, _ = split_frontmatter(decode(path.read_bytes())[0])
+        fast = {(s.line, s.kind, s.inner) for s in find_spans(body.split("\n"))}
+        if fast != full_spans(body):
+            differing.append(str(path.relative_to(root)))
+    assert differing == []

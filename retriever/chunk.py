@@ -55,9 +55,7 @@ class _Section:
     text: str
 
 
-def chunk_note(
-    note_id: str, title: str, body: str, *, max_tokens: int = 400, min_tokens: int = 40
-) -> list[Chunk]:
+def chunk_note(note_id: str, title: str, body: str, *, max_tokens: int = 400, min_tokens: int = 40) -> list[Chunk]:
     """Chunks of one note, in document order; a note with no text still gets one chunk holding its title."""
     sections = _sections(clean_body(body))
     pieces = [piece for section in sections for piece in _split(section, max_tokens)]
@@ -128,9 +126,7 @@ def _split(section: _Section, max_tokens: int) -> list[_Section]:
     if count_tokens(section.text) <= max_tokens:
         return [section]
     parts = _pack(_units(section.text, max_tokens), max_tokens)
-    return [
-        replace(section, text=part, heading=section.heading if i == 0 else "") for i, part in enumerate(parts)
-    ]
+    return [replace(section, text=part, heading=section.heading if i == 0 else "") for i, part in enumerate(parts)]
 
 
 def _units(text: str, max_tokens: int) -> list[tuple[str, str, int]]:
@@ -187,11 +183,7 @@ def _size(section: _Section) -> int:
 
 
 def _make_chunk(note_id: str, title: str, index: int, section: _Section) -> Chunk:
-    path = (
-        section.path[1:]
-        if section.path[:1] and section.path[0].casefold() == title.casefold()
-        else section.path
-    )
+    path = section.path[1:] if section.path[:1] and section.path[0].casefold() == title.casefold() else section.path
     header = " > ".join((title, *path))
     text = f"{header}\n{section.text}" if section.text else header
     digest = hashlib.sha256(f"{note_id}\n{text}".encode()).hexdigest()

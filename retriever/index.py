@@ -87,9 +87,7 @@ def load_concepts(bundle_dir: Path | str) -> list[tuple[str, str, str]]:
 
     db = Path(bundle_dir) / "okf.duckdb"
     if not db.is_file():
-        raise RetrieverError(
-            f"No okf.duckdb in {bundle_dir}: run `vault2okf convert VAULT -o {bundle_dir}` first."
-        )
+        raise RetrieverError(f"No okf.duckdb in {bundle_dir}: run `vault2okf convert VAULT -o {bundle_dir}` first.")
     with duckdb.connect(str(db), read_only=True) as con:
         rows = con.execute("SELECT id, title, body FROM concepts ORDER BY id").fetchall()
     return [(cid, title or cid.rsplit("/", 1)[-1], body or "") for cid, title, body in rows]
@@ -113,9 +111,7 @@ def _info(
 ) -> IndexInfo:
     path = str(Path(chroma_path).resolve()) if chroma_path else None
     now = datetime.now(UTC).isoformat(timespec="seconds")
-    return IndexInfo(
-        embedder.name, embedder.spec, name, path, chroma_url, MAX_TOKENS, MIN_TOKENS, notes, chunks, now
-    )
+    return IndexInfo(embedder.name, embedder.spec, name, path, chroma_url, MAX_TOKENS, MIN_TOKENS, notes, chunks, now)
 
 
 def _write_info(bundle_dir: Path | str, info: IndexInfo) -> None:

@@ -102,9 +102,7 @@ class ChunkStore:
         hashes: dict[str, str] = {}
         for offset in range(0, self.count(), _PAGE):
             page = self.collection.get(include=["metadatas"], limit=_PAGE, offset=offset)
-            hashes.update(
-                zip(page["ids"], (m.get("content_hash", "") for m in page["metadatas"]), strict=True)
-            )
+            hashes.update(zip(page["ids"], (m.get("content_hash", "") for m in page["metadatas"]), strict=True))
         return hashes
 
     def sync(
@@ -120,17 +118,14 @@ class ChunkStore:
         todo = [chunk for cid, chunk in wanted.items() if stored.get(cid) != chunk.content_hash]
         for batch in _batches(stale, _PAGE):
             self.collection.delete(ids=batch)
+        todo.sort(key=lambda chunk: len(chunk.text))  # similar lengths per batch: less padding to embed
         self._embed_and_add(todo, embedder, batch_size, progress)
         return SyncStats(added=len(todo), removed=len(stale), unchanged=len(wanted) - len(todo))
 
-    def _embed_and_add(
-        self, chunks: list[Chunk], embedder: Embedder, batch_size: int, progress: bool
-    ) -> None:
+    def _embed_and_add(self, chunks: list[Chunk], embedder: Embedder, batch_size: int, progress: bool) -> None:
         from tqdm import tqdm
 
-        with tqdm(
-            total=len(chunks), unit="chunk", desc="embed", file=sys.stderr, disable=not progress
-        ) as bar:
+        with tqdm(total=len(chunks), unit="chunk", desc="embed", file=sys.stderr, disable=not progress) as bar:
             for batch in _batches(chunks, batch_size):
                 vectors = embedder.embed_documents([chunk.text for chunk in batch])
                 self.collection.upsert(
@@ -157,9 +152,7 @@ class ChunkStore:
             result["distances"][0],
             strict=True,
         )
-        return [
-            ChunkHit(cid, meta["note_id"], 1.0 - dist, text, meta["tokens"]) for cid, text, meta, dist in rows
-        ]
+        return [ChunkHit(cid, meta["note_id"], 1.0 - dist, text, meta["tokens"]) for cid, text, meta, dist in rows]
 
     def get_note_chunks(self, note_ids: Sequence[str]) -> dict[str, list[NoteChunk]]:
         """Stored chunks of the given notes, with their embeddings, in document order."""

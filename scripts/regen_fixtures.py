@@ -1,6 +1,10 @@
 """Regenerate ``tests/fixtures/<scenario>/expected/`` from ``input/``, the way tests/test_fixtures.py converts.
 
-Usage: python scripts/regen_fixtures.py [SCENARIO ...]   (default: every scenario)
+Usage: python scripts/regen_fixtures.py [SCENARIO ...]
+
+With no names it regenerates every scenario except those marked xfail in tests/test_fixtures.py: their
+expected/ was corrected by hand to what the converter should emit once the bug is fixed. Name one to
+overwrite it anyway (do that after the fix, and check the diff is only the hand correction going away).
 
 Review every changed expected file by hand before committing: the fixtures say what a user wants, not
 merely what the converter emits today.
@@ -15,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from test_fixtures import COMPARED, FIXTURES, convert_fixture, scenarios, tree  # noqa: E402
+from test_fixtures import COMPARED, FIXTURES, XFAIL, convert_fixture, scenarios, tree  # noqa: E402
 
 
 def regen(scenario: str) -> int:
@@ -36,6 +40,9 @@ def main(argv: list[str]) -> int:
         print(f"unknown scenario(s): {', '.join(unknown)}; known: {', '.join(known)}", file=sys.stderr)
         return 2
     for scenario in argv or known:
+        if not argv and scenario in XFAIL:
+            print(f"{scenario}: skipped (xfail, hand-corrected expected; name it to overwrite)")
+            continue
         print(f"{scenario}: {regen(scenario)} files")
     return 0
 

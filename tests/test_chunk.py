@@ -114,9 +114,7 @@ def test_a_long_line_is_cut_at_token_boundaries():
 def test_chunks_have_deterministic_ids_and_hashes():
     chunks = chunks_of("# A\n" + "alpha " * 50 + "\n# B\n" + "beta " * 50)
     assert [c.chunk_id for c in chunks] == ["Sessions/Session 3#0", "Sessions/Session 3#1"]
-    assert (
-        chunks[0].content_hash == hashlib.sha256(f"Sessions/Session 3\n{chunks[0].text}".encode()).hexdigest()
-    )
+    assert chunks[0].content_hash == hashlib.sha256(f"Sessions/Session 3\n{chunks[0].text}".encode()).hexdigest()
     assert chunks_of("# A\n" + "alpha " * 50 + "\n# B\n" + "beta " * 50) == chunks
 
 
@@ -142,9 +140,7 @@ def test_headings_only_note_keeps_its_headings():
     assert "# Caves" in chunk.text and chunk.heading_path == ("Goblins",)
 
 
-@pytest.mark.parametrize(
-    "body", ["[" * 20000, "![" * 10000 + "](", "<!--" * 5000, "<%" * 10000, "[a](" * 5000]
-)
+@pytest.mark.parametrize("body", ["[" * 20000, "![" * 10000 + "](", "<!--" * 5000, "<%" * 10000, "[a](" * 5000])
 def test_pathological_input_is_chunked_quickly(body):
     started = time.perf_counter()
     chunks_of(body)

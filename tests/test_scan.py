@@ -44,8 +44,9 @@ def test_find_spans(text: str, expected: list[str]) -> None:
 
 
 def test_code_mask_marks_fences_and_comments() -> None:
-    lines = ["a", "```", "b", "```", "%%", "c", "%%", "d"]
-    assert code_mask(lines) == [False, True, True, True, True, True, False, False]
+    lines = ["a", "```", "b", "```", "%%", "c", "%% [[x]]", "d"]
+    assert code_mask(lines) == [False, True, True, True, False, True, False, False]
+    assert [s.inner for s in find_spans(lines)] == ["x"]
 
 
 def test_wikilink_offsets_point_at_the_raw_link() -> None:

@@ -29,9 +29,7 @@ NOTES = {
 
 
 def make_chunks(notes=NOTES):
-    return [
-        chunk for nid, (title, body) in notes.items() for chunk in chunk_note(nid, title, body, min_tokens=5)
-    ]
+    return [chunk for nid, (title, body) in notes.items() for chunk in chunk_note(nid, title, body, min_tokens=5)]
 
 
 @pytest.fixture
@@ -53,9 +51,7 @@ def test_collection_names(bundle_id, embedder, expected):
 
 def test_long_collection_names_stay_valid_and_distinct():
     one, two = collection_name("b" * 12, "dir-" + "m" * 80), collection_name("b" * 12, "dir-" + "m" * 81)
-    assert one != two and all(
-        re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{1,61}[A-Za-z0-9]", n) for n in (one, two)
-    )
+    assert one != two and all(re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{1,61}[A-Za-z0-9]", n) for n in (one, two))
 
 
 def test_persistent_client_lives_in_the_bundle(tmp_path):

@@ -9,6 +9,7 @@ import re
 import shutil
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,13 +50,13 @@ def render_doc(frontmatter: Mapping[str, Any], body: str) -> str:
     return f"---\n{head}---\n{body if body.endswith(chr(10)) or not body else body + chr(10)}"
 
 
-def folder_indexes(docs: Iterable[Doc], title: str) -> dict[str, str]:
+def folder_indexes(docs: Iterable[Doc], title: str, extra_folders: Iterable[str] = ()) -> dict[str, str]:
     """``index.md`` text for every folder of the concept tree (the root one carries ``okf_version``)."""
     by_folder: dict[str, list[Doc]] = defaultdict(list)
     folders = {""}
     for doc in docs:
-        folder = posixpath.dirname(doc.doc_path)
-        by_folder[folder].append(doc)
+        by_folder[posixpath.dirname(doc.doc_path)].append(doc)
+    for folder in {*by_folder, *extra_folders}:
         while folder:
             folders.add(folder)
             folder = posixpath.dirname(folder)
@@ -124,17 +125,15 @@ def check_output(vault: Path, out: Path) -> None:
 
 
 def write_tree(stage: Path, files: Mapping[str, str | bytes], copies: Mapping[str, Path]) -> None:
-    for rel, content in files.items():
-        path = stage / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            path.write_bytes(content)
-        else:
-            path.write_text(content, encoding="utf-8", newline="\n")
-    for rel, source in copies.items():
-        path = stage / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, path)
+    for folder in sorted({posixpath.dirname(rel) for rel in (*files, *copies)}):
+        (stage / folder).mkdir(parents=True, exist_ok=True)
+    with ThreadPoolExecutor(max_workers=8) as pool:  # file creation is I/O bound; threads overlap it
+        list(pool.map(lambda item: _write_file(stage / item[0], item[1]), files.items()))
+        list(pool.map(lambda item: shutil.copyfile(item[1], stage / item[0]), copies.items()))
+
+
+def _write_file(path: Path, content: str | bytes) -> None:
+    path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
 
 
 def swap_into_place(stage: Path, out: Path) -> None:

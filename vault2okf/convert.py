@@ -34,17 +34,20 @@ class ConvertResult:
     links: int
     report: LinkReport
     seconds: float
+    stages: dict[str, float]  # seconds per stage: walk, parse, resolve, write
 
 
 def convert(vault: Path, out: Path, *, config_path: Path | None = None) -> ConvertResult:
-    start = time.perf_counter()
+    clock = _Clock()
     vault, out = vault.resolve(), out.resolve()
     config = load_config(vault, config_path)
     b.check_output(vault, out)
     walk = walk_vault(vault, config.exclude)
+    clock.lap("walk")
     notes = [parse_note(f.path, f.abs_path.read_bytes()) for f in walk.notes]
     mtimes = {f.path: f.abs_path.stat().st_mtime for f in walk.notes}
     metas = {n.path: note_meta(n.path, n.frontmatter, n.body, mtimes[n.path], config) for n in notes}
+    clock.lap("parse")
     records = resolve_links(notes, walk, metas, config)
     report = LinkReport(
         vault=vault.name,
@@ -54,14 +57,30 @@ def convert(vault: Path, out: Path, *, config_path: Path | None = None) -> Conve
         skipped=walk.skipped,
         aliases={p: m.aliases for p, m in metas.items() if m.aliases},
     )
+    clock.lap("resolve")
     stage = b.staging_dir(out)
     try:
-        _write(stage, out.name, vault, walk, notes, metas, records, report)
+        _write(stage, out.name, vault, walk, notes, metas, records, report, clock)
         b.swap_into_place(stage, out)
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
         raise
-    return ConvertResult(out, len(notes), len(records), report, time.perf_counter() - start)
+    clock.lap("swap")
+    return ConvertResult(out, len(notes), len(records), report, clock.total(), clock.laps)
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.start = self.last = time.perf_counter()
+        self.laps: dict[str, float] = {}
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.laps[name] = round(now - self.last, 4)
+        self.last = now
+
+    def total(self) -> float:
+        return time.perf_counter() - self.start
 
 
 def resolve_links(notes: list[Note], walk: Walk, metas: dict[str, Meta], config: Config) -> list[LinkRecord]:
@@ -83,6 +102,7 @@ def _write(
     metas: dict[str, Meta],
     records: list[LinkRecord],
     report: LinkReport,
+    clock: _Clock,
 ) -> None:
     doc_of = {n.path: b.doc_path_for(n.path) for n in notes}
     used = {r.resolution.path for r in records if r.resolution.status is Status.ATTACHMENT}
@@ -96,7 +116,8 @@ def _write(
         files[f"{b.CONCEPTS}/{doc.doc_path}"] = doc.text
         docs.append(doc)
         concepts.append(_concept_row(note, metas[note.path], doc, body))
-    for folder, text in b.folder_indexes(docs, vault.name).items():
+    attachment_folders = {posixpath.dirname(p) for p in used if p}
+    for folder, text in b.folder_indexes(docs, vault.name, attachment_folders).items():
         files[posixpath.join(b.CONCEPTS, folder, "index.md")] = text
     types = dict(Counter(d.type for d in docs).most_common())
     files["SKILL.md"] = b.skill_text(name, vault.name, types, report.totals())
@@ -104,9 +125,12 @@ def _write(
     files["link-health.json"] = report.to_json_text()
     files[b.MARKER] = json.dumps({"tool": "vault2okf", "vault": vault.name, "okf_version": b.OKF_VERSION}) + "\n"
     copies = {f"{b.CONCEPTS}/{a.path}": a.abs_path for a in walk.attachments if a.path in used}
+    clock.lap("render")
     b.write_tree(stage, files, copies)
+    clock.lap("write")
     links = [_link_row(r, doc_of) for r in records]
     write_database(stage / "okf.duckdb", Tables(concepts, links), {"vault": vault.name, "okf_version": b.OKF_VERSION})
+    clock.lap("duckdb")
 
 
 def _doc(note: Note, meta: Meta, body: str, doc_path: str, vault_name: str) -> b.Doc:
@@ -114,7 +138,7 @@ def _doc(note: Note, meta: Meta, body: str, doc_path: str, vault_name: str) -> b
         "type": meta.type,
         "title": meta.title,
         "description": meta.description,
-        "resource": f"obsidian://open?vault={quote(vault_name, safe='')}&file={quote(note.path[:-3], safe='')}",
+        "resource": f"obsidian://open?vault={quote(vault_name, safe='')}&file={quote(_obsidian_file(note.path), safe='')}",
         "timestamp": meta.timestamp,
         "tags": list(meta.tags),
     }
@@ -159,6 +183,11 @@ def _link_row(r: LinkRecord, doc_of: dict[str, str]) -> tuple[Any, ...]:
         r.link.context,
         r.link.syntax == "frontmatter",
     )
+
+
+def _obsidian_file(path: str) -> str:
+    """The ``file`` of an obsidian:// URI: the vault path without ``.md`` (kept for a note named just ``.md``)."""
+    return path if posixpath.basename(path) == ".md" else path[:-3]
 
 
 def concept_id(doc_path: str) -> str:

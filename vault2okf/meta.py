@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vault2okf.config import Config, folder_key
-from vault2okf.scan import code_mask
+from vault2okf.scan import CodeLines
 
 _INLINE_TAG = re.compile(r"(?<![\w#/&\[\]`(])#([A-Za-z_][\w/-]*)")
 _CODE_SPAN = re.compile(r"(`+).*?\1")
@@ -19,6 +19,8 @@ _ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 _WIKILINK = re.compile(r"!?\[\[([^\]|#]*)(?:#[^\]|]*)?(?:\|([^\]]*))?\]\]")
 _MD_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _MARKUP = re.compile(r"[*_~=`]+|<[^>]+>")
+_COMMENT = re.compile(r"%%.*?(?:%%|$)")
+_LEAD = re.compile(r"^[\s>]*(?:[-*+]|\d{1,9}[.)])?\s*(?:\[[ xX]\]\s*)?")
 _SENTENCE = re.compile(r"^(.+?[.!?])(?=\s|$)")
 _DATE_KEYS = ("date", "created", "updated", "modified", "timestamp", "sessiondate", "session_date")
 _SKIP_LINE = re.compile(
@@ -40,12 +42,13 @@ class Meta:
 
 def note_meta(path: str, frontmatter: dict[str, Any], body: str, mtime: float, config: Config) -> Meta:
     stem = posixpath.basename(path)[:-3] or "Untitled"
+    code = CodeLines(body.split("\n"))
     return Meta(
         type=note_type(path, frontmatter, config),
         title=_text(frontmatter.get("title")) or stem,
-        description=_text(frontmatter.get("description") or frontmatter.get("summary")) or description(body),
+        description=_text(frontmatter.get("description") or frontmatter.get("summary")) or description(body, code),
         timestamp=timestamp(frontmatter, mtime),
-        tags=tags(frontmatter, body),
+        tags=tags(frontmatter, body, code),
         aliases=_strings(frontmatter.get("aliases") or frontmatter.get("alias")),
         session_date=session_date(path, frontmatter),
         session_number=session_number(path, frontmatter),
@@ -64,14 +67,13 @@ def note_type(path: str, frontmatter: dict[str, Any], config: Config) -> str:
     return _singular(_strip_prefix(folders[-1])) if folders else "Note"
 
 
-def description(body: str) -> str:
+def description(body: str, code: CodeLines | None = None) -> str:
     """The first real sentence of the body as plain text: not a heading, callout, code, embed, table or image."""
-    lines = body.split("\n")
-    mask = code_mask(lines)
-    for line, masked in zip(lines, mask, strict=True):
-        if masked or not line.strip() or _SKIP_LINE.match(line):
+    code = CodeLines(body.split("\n")) if code is None else code
+    for i, line in enumerate(code.lines):
+        if not line.strip() or _SKIP_LINE.match(line) or i in code:
             continue
-        text = plain(line).lstrip("-*+ ").strip()
+        text = plain(_LEAD.sub("", line)).strip()
         if len(text) >= 3 and any(c.isalpha() for c in text):
             m = _SENTENCE.match(text)
             return (m.group(1) if m else text)[:300]
@@ -79,36 +81,49 @@ def description(body: str) -> str:
 
 
 def plain(text: str) -> str:
-    """Markdown and wiki links reduced to their labels, emphasis and HTML tags dropped."""
+    """Markdown and wiki links reduced to their labels; comments, emphasis and HTML tags dropped."""
+    text = _COMMENT.sub("", text)
     text = _WIKILINK.sub(lambda m: (m.group(2) or m.group(1)).strip(), text)
     text = _MD_LINK.sub(lambda m: m.group(1), text)
     return " ".join(_MARKUP.sub("", text).split())
 
 
 def timestamp(frontmatter: dict[str, Any], mtime: float) -> str:
+    """A frontmatter date (date objects or ISO strings; naive times read as UTC), else the file's mtime."""
     for key in _DATE_KEYS:
-        value = frontmatter.get(key)
-        if isinstance(value, dt.datetime):
-            return (value if value.tzinfo else value.replace(tzinfo=dt.UTC)).isoformat()
-        if isinstance(value, dt.date):
-            return dt.datetime(value.year, value.month, value.day, tzinfo=dt.UTC).isoformat()
+        value = _as_datetime(frontmatter.get(key))
+        if value is not None:
+            return value.isoformat()
     return dt.datetime.fromtimestamp(int(mtime), tz=dt.UTC).isoformat()
 
 
-def tags(frontmatter: dict[str, Any], body: str) -> tuple[str, ...]:
+def _as_datetime(value: Any) -> dt.datetime | None:
+    if isinstance(value, str):
+        try:
+            value = dt.datetime.fromisoformat(value.strip())
+        except ValueError:
+            return None
+    if isinstance(value, dt.datetime):
+        return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+    if isinstance(value, dt.date):
+        return dt.datetime(value.year, value.month, value.day, tzinfo=dt.UTC)
+    return None
+
+
+def tags(frontmatter: dict[str, Any], body: str, code: CodeLines | None = None) -> tuple[str, ...]:
     raw = frontmatter.get("tags") or frontmatter.get("tag")
     found = list(_strings(raw.split(",") if isinstance(raw, str) else raw))
-    found += list(_inline_tags(body))
+    found += list(_inline_tags(body, code))
     cleaned = (t.strip().lstrip("#").strip() for t in found)
     return tuple(dict.fromkeys(t for t in cleaned if t))
 
 
-def _inline_tags(body: str) -> Iterator[str]:
+def _inline_tags(body: str, code: CodeLines | None) -> Iterator[str]:
     if "#" not in body:
         return
-    lines = body.split("\n")
-    for line, masked in zip(lines, code_mask(lines), strict=True):
-        if not masked and "#" in line.lstrip("#"):
+    code = CodeLines(body.split("\n")) if code is None else code
+    for i, line in enumerate(code.lines):
+        if "#" in line.lstrip("#") and _INLINE_TAG.search(line) and i not in code:
             yield from _INLINE_TAG.findall(_CODE_SPAN.sub("", line))
 
 

@@ -104,6 +104,8 @@ def parse_note(path: str, data: bytes) -> Note:
     meta, error = load_frontmatter(fm_text)
     if error:
         problems.append(Problem("frontmatter", f"malformed frontmatter: {error}", 2))
+    elif fm_text is None and text.startswith("---\n"):
+        problems.append(Problem("frontmatter", "frontmatter opened with --- is never closed; read as body", 1))
     links = [*_frontmatter_links(meta, fm_text or ""), *_body_links(body, body_line)]
     return Note(
         path=unicodedata.normalize("NFC", path),

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vault2okf.parse import Link, Problem
-from vault2okf.resolve import Resolution, Status
+from vault2okf.resolve import Resolution, Status, normalise
 
 HUBS = 15
 AT_SHOWN = 12
@@ -34,6 +34,11 @@ class LinkReport:
     aliases: dict[str, tuple[str, ...]]
 
     def to_json(self) -> dict[str, Any]:
+        if "_json" not in self.__dict__:
+            object.__setattr__(self, "_json", self._build_json())
+        return self.__dict__["_json"]  # type: ignore[no-any-return]
+
+    def _build_json(self) -> dict[str, Any]:
         return {
             "vault": self.vault,
             "totals": self.totals(),
@@ -69,12 +74,12 @@ class LinkReport:
 
     def _grouped(self, status: Status, suggest: bool = False) -> list[dict[str, Any]]:
         groups = _by_target(r for r in self.records if r.resolution.status is status)
-        names = self._names() if suggest else {}
+        names = self._names() if suggest else _Names({})
         out = []
         for target, recs in _by_count(groups):
             entry: dict[str, Any] = {"target": target, "count": len(recs), "at": _where(recs)}
             if suggest:
-                entry["suggestions"] = _suggest(target, names)
+                entry["suggestions"] = names.suggest(target)
             out.append(entry)
         return out
 
@@ -84,7 +89,7 @@ class LinkReport:
             {
                 "target": target,
                 "count": len(recs),
-                "candidates": list(recs[0].resolution.candidates),
+                "candidates": sorted({c for r in recs for c in r.resolution.candidates}),
                 "chosen": sorted({r.resolution.path or "" for r in recs}),
                 "at": _where(recs),
             }
@@ -116,11 +121,11 @@ class LinkReport:
         ranked = sorted(degree.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:HUBS]
         return [{"note": note, "degree": len(n), "share_of_vault": round(len(n) / max(len(self.notes), 1), 3)} for note, n in ranked]
 
-    def _names(self) -> dict[str, str]:
+    def _names(self) -> _Names:
         names = {posixpath.basename(n)[:-3].casefold(): n for n in self.notes}
         for note, aliases in self.aliases.items():
             names.update({a.casefold(): f"{note} (alias {a})" for a in aliases})
-        return names
+        return _Names(names)
 
     def to_markdown(self) -> str:
         data = self.to_json()
@@ -134,7 +139,8 @@ _NOTE_STATUSES = (Status.RESOLVED, Status.AMBIGUOUS, Status.ALIAS)
 
 
 def _target(r: LinkRecord) -> str:
-    return r.link.target.casefold()
+    """One key per target however it is spelled (``Note``, ``note``, ``Note.md``, ``Caf\u0065\u0301``)."""
+    return normalise(r.link.target).casefold() or r.link.raw
 
 
 def _share(records: Sequence[LinkRecord]) -> float:
@@ -144,10 +150,15 @@ def _share(records: Sequence[LinkRecord]) -> float:
 
 
 def _by_target(records: Iterable[LinkRecord]) -> dict[str, list[LinkRecord]]:
+    """Records grouped by target, each group named by its most common spelling."""
     groups: dict[str, list[LinkRecord]] = defaultdict(list)
     for r in records:
-        groups[r.link.target.strip() or r.link.raw].append(r)
-    return groups
+        groups[_target(r)].append(r)
+    named = {}
+    for recs in groups.values():
+        spellings = Counter(normalise(r.link.target) or r.link.raw for r in recs)
+        named[min(spellings, key=lambda sp: (-spellings[sp], sp))] = recs
+    return named
 
 
 def _by_count(groups: dict[str, list[LinkRecord]]) -> list[tuple[str, list[LinkRecord]]]:
@@ -158,10 +169,19 @@ def _where(records: list[LinkRecord]) -> list[str]:
     return sorted({f"{r.source}:{r.link.line}" for r in records})
 
 
-def _suggest(target: str, names: dict[str, str]) -> list[str]:
-    key = posixpath.basename(target).casefold()
-    close = difflib.get_close_matches(key, list(names), n=3, cutoff=0.75)
-    return [names[c] for c in close]
+class _Names:
+    """Note names and aliases for suggestions, indexed by first letter so difflib compares few of them."""
+
+    def __init__(self, names: dict[str, str]) -> None:
+        self.names = names
+        self.by_initial: dict[str, list[str]] = defaultdict(list)
+        for name in sorted(names):
+            self.by_initial[name[:1]].append(name)
+
+    def suggest(self, target: str) -> list[str]:
+        key = posixpath.basename(target).casefold()
+        pool = self.by_initial.get(key[:1], [])
+        return [self.names[c] for c in difflib.get_close_matches(key, pool, n=3, cutoff=0.75)]
 
 
 def _markdown(d: dict[str, Any]) -> Iterable[str]:
@@ -181,7 +201,7 @@ def _markdown(d: dict[str, Any]) -> Iterable[str]:
     yield from _section("Broken links", d["broken"], "Nothing resolves these names. Create the note, fix the spelling, "
                         "or pin a target in `vault2okf.toml` under `[links.overrides]`.", _broken_line)
     yield from _section("Ambiguous links", d["ambiguous"], "Several notes share this name; the first candidate "
-                        "was chosen (same folder, then shortest path, then alphabetical). Pin one under "
+                        "was chosen per linking note (same folder, then shortest path, then alphabetical). Pin one under "
                         "`[links.overrides]` or write the path in the link.", _ambiguous_line)
     yield from _section("Resolved only through an alias", d["alias_only"], "Obsidian itself leaves a bare "
                         "`[[Alias]]` unresolved; write `[[Note|Alias]]` instead.", _alias_line)
@@ -220,7 +240,8 @@ def _broken_line(e: dict[str, Any]) -> Iterable[str]:
 
 
 def _ambiguous_line(e: dict[str, Any]) -> Iterable[str]:
-    yield f"- **{e['target']}** ×{e['count']} → chose `{e['chosen'][0]}` of {', '.join(f'`{c}`' for c in e['candidates'])}"
+    chosen = ", ".join(f"`{c}`" for c in e["chosen"])
+    yield f"- **{e['target']}** ×{e['count']} → chose {chosen} of {', '.join(f'`{c}`' for c in e['candidates'])}"
     yield _at(e["at"])
 
 

@@ -3,9 +3,10 @@
 Order, first match wins:
 1. an empty target (``[[#Heading]]``) is the note itself;
 2. a pinned override from config (``[links.overrides]``);
-3. note paths: ``./``/``../`` relative to the linking note; else the exact vault path (``/`` prefix allowed),
-   then (for a target with a folder in it) relative to the linking note's folder, then a path suffix (``folder/Note``), then the basename;
-   each step case-sensitive first, then case-insensitive, after trimming, dropping ``.md`` and NFC;
+3. note paths: a bare name (no ``/``) matches every note with that basename; ``./`` and ``../`` are relative
+   to the linking note; any other path is the exact vault path (``/`` prefix allowed), then relative to the
+   linking note's folder, then a path suffix (``folder/Note``), then the basename; each step case-sensitive
+   first, then case-insensitive, after trimming, dropping ``.md`` and NFC;
 4. frontmatter ``aliases`` (reported: Obsidian itself leaves a bare ``[[Alias]]`` unresolved);
 5. attachments (any non-``.md`` file) by the same path rules; a target with a file extension that matches
    nothing is a missing attachment, anything else is broken.
@@ -63,11 +64,14 @@ class _PathIndex:
         if key.startswith(("./", "../")):
             return self._exact(posixpath.normpath(posixpath.join(folder, key))), "relative"
         key = key.lstrip("/")
+        if "/" not in key:  # a bare name: every note with that basename is a candidate
+            found = self.basename.get(key.casefold(), [])
+            return found, "exact" if len(found) == 1 and self._exact(key) == found else "basename"
         for found, rule in (
             (self._exact(key), "exact"),
-            (self._exact(posixpath.join(folder, key)) if folder and "/" in key else [], "relative"),
-            (self._suffix(key) if "/" in key else [], "suffix"),
-            (self.basename.get(key.casefold(), []), "basename"),
+            (self._exact(posixpath.join(folder, key)) if folder else [], "relative"),
+            (self._suffix(key), "suffix"),
+            (self.basename.get(posixpath.basename(key).casefold(), []), "basename"),
         ):
             if found:
                 return found, rule

@@ -6,7 +6,8 @@ the new body comes out. Rules:
 - an embed of a note -> a plain link to it (no transclusion, so embed cycles cannot loop);
 - an existing image -> ``![alt](relative/path.png)``; another attachment -> ``[name](relative/path.pdf#page=3)``;
 - a broken link -> its readable text (never a link to a file that does not exist);
-- a missing attachment -> left exactly as written (and reported).
+- a missing attachment -> a wiki embed is left exactly as written; a markdown image or link to it becomes its
+  text, so no output link points at a file that does not exist (both reported).
 """
 
 from __future__ import annotations
@@ -50,9 +51,9 @@ def render(link: Link, res: Resolution, source_doc: str, doc_of: Mapping[str, st
         return f"[{_escape(label(link))}]({anchor(link.anchor)})" if anchor(link.anchor) else label(link)
     if res.status is Status.ATTACHMENT:
         return _attachment(link, res.path or "", source_doc, doc_of)
-    if res.status is Status.MISSING_ATTACHMENT:
-        return link.raw
-    return label(link)
+    if res.status is Status.MISSING_ATTACHMENT and link.syntax == "wiki":
+        return link.raw  # not a markdown link, so it points nowhere; kept as written and reported
+    return label(link) or posixpath.basename(link.target)
 
 
 def label(link: Link) -> str:

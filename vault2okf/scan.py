@@ -21,7 +21,9 @@ from vault2okf.mdit_obsidian import make_inline_parser, track_link_spans
 
 _FENCE = re.compile(r"^[ \t]*(?:>[ \t]?)*[ \t]*(`{3,}|~{3,})(.*)$")
 _LIST_ITEM = re.compile(r"^[ \t]*(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)")
-_INDENTED = re.compile(r"^(?: {4}|\t)")
+_INDENTED = re.compile(r"^(?: {4}|\t| {1,3}\t)")
+_ITEM_PARTS = re.compile(r"^( *)([-*+]|\d{1,9}[.)])( *)")
+_BLOCK_END = re.compile(r"^ {0,3}(?:#{1,6}(?:[ \t]|$)|(?:[-*_][ \t]*){3,}$|`{3,}[ \t]*$|~{3,}[ \t]*$)")
 
 
 @dataclass(frozen=True)
@@ -44,18 +46,38 @@ def _inline_parser() -> MarkdownIt:
     return md
 
 
+class CodeLines:
+    """Which lines of a body are code or comment: one block scan, indented-code checks only where asked.
+
+    ``text(i)`` is line ``i`` as the inline parser should see it: the tail of a ``%%`` comment that began on
+    an earlier line is blanked out (same length, so columns stay true).
+    """
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+        self.blocked, self.visible = _block_scan(lines)
+
+    def __contains__(self, i: int) -> bool:
+        return i in self.blocked or _indented_code(self.lines, i)
+
+    def text(self, i: int) -> str:
+        return self.visible.get(i, self.lines[i])
+
+
 def code_mask(lines: list[str]) -> list[bool]:
     """True for lines that cannot hold links: fenced or indented code, and ``%%`` comment blocks."""
-    blocked = _blocked_lines(lines)
-    return [i in blocked or _indented_code(lines, i) for i in range(len(lines))]
+    code = CodeLines(lines)
+    return [i in code for i in range(len(lines))]
 
 
-def _blocked_lines(lines: list[str]) -> set[int]:
-    """Lines inside fences or multi-line ``%%`` comments (fence and comment lines included).
+def _block_scan(lines: list[str]) -> tuple[set[int], dict[int, str]]:
+    """Lines inside fences or ``%%`` comments, and lines whose start closes a comment opened earlier.
 
-    A fence opened inside a blockquote ends with the blockquote, as in CommonMark.
+    A fence opened inside a blockquote ends with the blockquote, as in CommonMark. A ``%%`` comment runs
+    from an unpaired ``%%`` to the next ``%%``, across lines, as in Obsidian.
     """
     blocked: set[int] = set()
+    visible: dict[int, str] = {}
     fence: tuple[str, int, bool] | None = None
     in_comment = False
     for i, line in enumerate(lines):
@@ -65,32 +87,52 @@ def _blocked_lines(lines: list[str]) -> set[int]:
             blocked.add(i)
             fence = _fence_after(line, fence)
         elif in_comment:
-            in_comment = "%%" not in line
-            if in_comment:
+            if "%%" not in line:
                 blocked.add(i)
+                continue
+            close = line.index("%%") + 2
+            visible[i] = " " * close + line[close:]
+            in_comment = line.count("%%", close) % 2 == 1
         elif ("`" in line or "~" in line) and (opened := _fence_open(line)) is not None:
             fence = opened
             blocked.add(i)
-        elif "%%" in line and line.lstrip().startswith("%%") and line.count("%%") % 2 == 1:
-            in_comment = True
-            blocked.add(i)
-    return blocked
+        elif "%%" in line and line.count("%%") % 2 == 1:
+            in_comment = True  # the inline rule hides the rest of this line
+    return blocked, visible
 
 
 def _indented_code(lines: list[str], i: int) -> bool:
-    """An indented line after a blank line, with no list item above it in the same block: CommonMark code."""
-    if not _INDENTED.match(lines[i]) or not lines[i].strip():
+    """CommonMark indented code: 4+ columns in, not continuing a paragraph or (at its content column) a list item."""
+    line = lines[i]
+    if not line.strip() or not _INDENTED.match(line):
         return False
-    j = i - 1
+    indent = _indent(line)
     saw_blank = False
-    while j >= 0 and (not lines[j].strip() or _INDENTED.match(lines[j])):
-        if _LIST_ITEM.match(lines[j]):
-            return False
-        saw_blank = saw_blank or not lines[j].strip()
-        j -= 1
-    if j < 0:
-        return saw_blank or i == 0
-    return saw_blank and not _LIST_ITEM.match(lines[j]) and not _paragraph_in_list(lines, j)
+    for j in range(i - 1, -1, -1):
+        prev = lines[j]
+        if not prev.strip():
+            saw_blank = True
+        elif _LIST_ITEM.match(prev):
+            return saw_blank and indent >= _content_column(prev) + 4
+        elif not _INDENTED.match(prev):
+            if saw_blank:
+                return not _paragraph_in_list(lines, j)
+            return bool(_BLOCK_END.match(prev))
+    return True
+
+
+def _indent(line: str) -> int:
+    expanded = line.expandtabs(4)
+    return len(expanded) - len(expanded.lstrip())
+
+
+def _content_column(item: str) -> int:
+    """Column where a list item's content starts (marker width plus 1-4 spaces)."""
+    m = _ITEM_PARTS.match(item.expandtabs(4))
+    if m is None:
+        return 0
+    gap = len(m.group(3))
+    return len(m.group(1)) + len(m.group(2)) + (gap if 1 <= gap <= 4 else 1)
 
 
 def _paragraph_in_list(lines: list[str], j: int) -> bool:
@@ -117,17 +159,17 @@ def _fence_after(line: str, fence: tuple[str, int, bool]) -> tuple[str, int, boo
     return None if closes else fence
 
 
-def find_spans(lines: list[str]) -> Iterator[Span]:
+def find_spans(lines: list[str], code: CodeLines | None = None) -> Iterator[Span]:
     """Every wikilink, embed, markdown link and image outside code and comments."""
     candidates = [i for i, line in enumerate(lines) if "[[" in line or "](" in line]
     if not candidates:
         return
-    blocked = _blocked_lines(lines)
+    code = CodeLines(lines) if code is None else code
     md = _inline_parser()
     for i in candidates:
-        if i in blocked or _indented_code(lines, i):
+        if i in code:
             continue
-        for token in md.parseInline(lines[i])[0].children or ():
+        for token in md.parseInline(code.text(i))[0].children or ():
             span = _span(i, token)
             if span is not None:
                 yield span

@@ -16,9 +16,7 @@ log = logging.getLogger(__name__)
 
 ENV_MODEL = "VAULT2OKF_GGUF"
 END_OF_TURN = "<end_of_turn>"
-BIGGER_MODEL_HINT = (
-    f"point at a bigger Gemma GGUF with --model /path/gemma-3-4b-it-Q4_K_M.gguf (or set {ENV_MODEL})"
-)
+BIGGER_MODEL_HINT = f"point at a bigger Gemma GGUF with --model /path/gemma-3-4b-it-Q4_K_M.gguf (or set {ENV_MODEL})"
 TINY_MODEL_NOTICE = (
     "using the packaged Gemma 3 270M GGUF: a tiny base model, fine for checking the pipeline but not for "
     f"good answers — {BIGGER_MODEL_HINT}"

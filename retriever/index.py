@@ -137,4 +137,7 @@ def open_index(
     """The recorded index's store and the embedder it was built with, ready to query."""
     info = read_index_info(bundle_dir)
     client = open_client(bundle_dir, path=info.chroma_path, url=chroma_url or info.chroma_url)
-    return info, ChunkStore(client, info.collection), get_embedder(info.embedder_spec, device=device)
+    store = ChunkStore(client, info.collection)
+    if info.chunks and not store.count():
+        raise RetrieverError(f"Collection {info.collection} is empty: run `vault2okf index {bundle_dir}` again.")
+    return info, store, get_embedder(info.embedder_spec, device=device)

@@ -45,3 +45,17 @@ def links_cmd(
         raise typer.BadParameter(f"no link-health report in {bundle}: run `vault2okf convert VAULT -o {bundle}` first")
     text = path.read_text("utf-8")
     typer.echo(json.dumps(json.loads(text), indent=2, ensure_ascii=False) if as_json else text, nl=False)
+
+
+def _mount() -> None:
+    """Mount the retriever's and the harness's thin commands (imported lazily inside each command)."""
+    from eval.cli import eval_cmd
+    from retriever.cli import ask_cmd, index_cmd, search_cmd
+
+    app.command("index")(index_cmd)
+    app.command("search")(search_cmd)
+    app.command("ask")(ask_cmd)
+    app.command("eval")(eval_cmd)
+
+
+_mount()

@@ -1,0 +1,38 @@
+"""Thin ``eval`` command; ``vault2okf/cli.py`` mounts it on the console command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from eval.errors import EvalError
+from retriever.errors import RetrieverError
+
+
+def eval_cmd(
+    bundle: Path = typer.Argument(..., help="An indexed bundle (`vault2okf index`)."),
+    golden: Path = typer.Option(..., "--golden", help="Golden set, JSON Lines (see golden/README.md)."),
+    out: Path = typer.Option(Path("reports"), "--out", help="Folder for the .md, .json and .png report."),
+    stem: str | None = typer.Option(None, "--stem", help="Report file name (default: eval-<golden name>)."),
+    rankers: str = typer.Option("", "--rankers", help="Also run union with these neighbour rankers (comma list, or 'all')."),
+    answers: bool = typer.Option(False, "--answers", help="Also generate and score answers (slow)."),
+    answer_method: str = typer.Option("union@10+hop[v15]", "--answer-method", help="Which method's context to answer from."),
+    llm: str = typer.Option("llama", "--llm", help="Answerer for --answers: llama or bedrock."),
+    model: str | None = typer.Option(None, "--model", help="GGUF path (llama) or model ID (bedrock)."),
+    answer_tokens: int = typer.Option(160, "--answer-tokens", min=1, help="Most tokens per answer."),
+) -> None:
+    """Compare vector top-k, graph walk and union on a golden set, at matched budgets; write reports."""
+    from eval.harness import evaluate
+
+    try:
+        paths, summary = evaluate(
+            bundle, golden, out, stem or f"eval-{golden.stem}", rankers=rankers, answers=answers,
+            answer_method=answer_method, llm=llm, model=model, answer_tokens=answer_tokens,
+            progress=lambda msg: typer.echo(msg, err=True),
+        )  # fmt: skip
+    except (EvalError, RetrieverError) as exc:
+        raise typer.BadParameter(str(exc)) from None
+    typer.echo(summary)
+    for path in paths:
+        typer.echo(f"wrote {path}")

@@ -71,7 +71,7 @@ def index_bundle(
     concepts = load_concepts(bundle_dir)
     chunks = chunk_concepts(concepts)
     embedder = get_embedder(embedder_name, device=device)
-    name = collection_name(bundle_id(bundle_dir), embedder.name)
+    name = _reuse_collection(bundle_dir, embedder.name) or collection_name(bundle_id(bundle_dir), embedder.name)
     store = ChunkStore(open_client(bundle_dir, path=chroma_path, url=chroma_url), name)
     stats = store.sync(chunks, embedder, progress=progress)
     _write_info(bundle_dir, _info(embedder, name, chroma_path, chroma_url, len(concepts), len(chunks)))
@@ -79,6 +79,15 @@ def index_bundle(
     return IndexResult(
         name, len(concepts), len(chunks), stats.added, stats.removed, stats.unchanged, seconds, embedder.name
     )
+
+
+def _reuse_collection(bundle_dir: Path | str, embedder_name: str) -> str | None:
+    """The collection a previous index of this bundle used with this embedder, so a moved bundle keeps its index."""
+    try:
+        info = read_index_info(bundle_dir)
+    except RetrieverError:
+        return None
+    return info.collection if info.embedder == embedder_name else None
 
 
 def load_concepts(bundle_dir: Path | str) -> list[tuple[str, str, str]]:

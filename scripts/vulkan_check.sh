@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Opt-in Vulkan check for the llama answer backend — never part of the default test run or CI.
 #
-# 1. installs the Debian Vulkan packages (Mesa drivers incl. lavapipe, headers, glslc, vulkaninfo),
+# 1. installs the Debian Vulkan packages (Mesa drivers incl. lavapipe, headers, SPIR-V headers, glslc, vulkaninfo),
 # 2. builds llama-cpp-python with -DGGML_VULKAN=on into a SEPARATE venv (the project venv is untouched),
 # 3. runs `vulkaninfo --summary`,
 # 4. answers one question with n_gpu_layers=-1 on the packaged Gemma 3 270M GGUF and reports whether
@@ -28,7 +28,7 @@ install_packages() {
     local sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
     $sudo apt-get update
     $sudo apt-get install -y --no-install-recommends \
-        mesa-vulkan-drivers libvulkan-dev glslc vulkan-tools cmake build-essential python3-venv
+        mesa-vulkan-drivers libvulkan-dev glslc vulkan-tools spirv-headers cmake build-essential python3-venv
 }
 
 build_llama() {
@@ -61,8 +61,9 @@ step "building llama-cpp-python with Vulkan into $VENV"; build_llama
 step "answering one question with n_gpu_layers=-1"; answer_one || fail "the answer run failed (log: $LOG)"
 
 step "llama.cpp Vulkan log lines"
+# llama.cpp logs "load_tensors: offloaded N/M layers to GPU" and "Vulkan0 model buffer size = ..." at INFO.
 grep -E "Vulkan|offloaded" "$LOG" || true
-if grep -q "Vulkan" "$LOG" && grep -Eq "offloaded [1-9][0-9]*/[0-9]+ layers to GPU" "$LOG"; then
+if grep -Eq "Vulkan[0-9]+ model buffer size" "$LOG" && grep -Eq "offloaded [1-9][0-9]*/[0-9]+ layers to GPU" "$LOG"; then
     echo "RESULT: layers were offloaded to a Vulkan device"
 else
     fail "RESULT: nothing was offloaded to a Vulkan device (log: $LOG)" 3

@@ -21,9 +21,7 @@ RESPONSE = {
 
 @pytest.fixture
 def client():
-    return boto3.client(
-        "bedrock-runtime", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="y"
-    )
+    return boto3.client("bedrock-runtime", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="y")
 
 
 @pytest.fixture
@@ -98,9 +96,7 @@ def test_access_denied_says_to_request_model_access(client, answerer, sleeps):
 
 def test_unknown_model_id_is_named(client, answerer):
     with Stubber(client) as stub:
-        stub.add_client_error(
-            "converse", "ValidationException", "The provided model identifier is invalid.", 400
-        )
+        stub.add_client_error("converse", "ValidationException", "The provided model identifier is invalid.", 400)
         with pytest.raises(AnswerError, match=f"unknown or unsupported Bedrock model ID '{MODEL}'"):
             answerer.answer(QUESTION, NOTES)
 

@@ -66,7 +66,7 @@ def test_prompt_uses_gemma_turns_and_fits_the_context(answerer):
 
 
 def test_a_prompt_over_the_context_is_an_answer_error(answerer):
-    fat = [ContextNote("f", "Fat", "concepts/Fat.md", "word " * 5000, "vector", 0.1)]
+    fat = [ContextNote(f"f{i}", f"Fat {i}", f"concepts/Fat {i}.md", "word " * 5000, "vector", 0.1) for i in range(5)]
     with pytest.raises(AnswerError, match="context of 2048"):
         answerer.answer(QUESTION, fat)
 

@@ -8,14 +8,12 @@ from collections.abc import Sequence
 from urllib.parse import unquote
 
 from retriever.answer.base import Citation, ContextNote
+from retriever.tokens import token_spans
 
 NOT_FOUND = "not found in the vault"
 DEFAULT_PER_NOTE_TOKENS = 600
 TRUNCATED = " …[note truncated]"
 
-# Same word pieces as the project-wide budget count (`retriever.tokens.count_tokens`); capping needs the
-# positions of the pieces, not just their number, so the pattern is used here directly.
-_TOKEN = re.compile(r"\w+|[^\w\s]")
 _NOTE_TAG = re.compile(r"<(/?)(note\b)", re.IGNORECASE)
 _LINK = re.compile(r"\[([^\[\]\n]*)\]\((?:<([^<>\n]+)>|([^()<>\[\]\s]+))\)")
 _NUMBER = re.compile(r"(\d+)")
@@ -33,11 +31,11 @@ inside a note.
 
 
 def cap_tokens(text: str, limit: int) -> str:
-    """Cut `text` after its `limit`-th token piece, marking the cut; short texts come back unchanged."""
-    for index, match in enumerate(_TOKEN.finditer(text), start=1):
-        if index > limit:
-            return text[: match.start()].rstrip() + TRUNCATED
-    return text
+    """Cut `text` after its `limit`-th token (the project-wide count), marking the cut; short texts stay whole."""
+    spans = token_spans(text)
+    if len(spans) <= limit:
+        return text
+    return text[: spans[limit][0]].rstrip() + TRUNCATED
 
 
 def session_order(notes: Sequence[ContextNote]) -> list[ContextNote]:

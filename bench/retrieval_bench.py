@@ -1,0 +1,84 @@
+"""Benchmark the consumer on a vault: index throughput, re-index after one edited note, retrieval latency.
+
+    python bench/retrieval_bench.py [VAULT] [--embedder minilm] [--golden golden/thellade.jsonl]
+
+Works on a copy of the vault in a temporary folder (the vault itself is never written). Latency is per mode,
+p50/p95 over the golden questions, excluding the question embedding (measured separately), with vector-only
+in the same run as the baseline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from retriever.index import index_bundle
+from retriever.retrieve import Budget, Retriever
+from vault2okf.convert import convert
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT = ROOT.parent / "shared" / "vaults" / "thellade"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("vault", nargs="?", type=Path, default=DEFAULT)
+    parser.add_argument("--embedder", default="minilm")
+    parser.add_argument("--golden", type=Path, default=ROOT / "golden" / "thellade.jsonl")
+    parser.add_argument("--edit", default=None, help="vault path of the note to edit (default: the first session)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        vault, bundle = Path(tmp) / "vault", Path(tmp) / "bundle"
+        shutil.copytree(args.vault, vault)
+        convert(vault, bundle)
+        first = index_bundle(bundle, embedder_name=args.embedder, progress=False)
+        print(f"index: {first.chunks} chunks of {first.notes} notes in {first.seconds:.1f}s "
+              f"= {first.chunks / first.seconds:.1f} chunks/s (incl. model load)")  # fmt: skip
+        note = vault / (args.edit or _a_session(bundle))
+        note.write_text(note.read_text("utf-8") + "\nThe party rested at the inn.\n", "utf-8")
+        convert(vault, bundle)
+        again = index_bundle(bundle, embedder_name=args.embedder, progress=False)
+        print(f"re-index after editing {note.name}: {again.seconds:.2f}s, {again.added} embedded, "
+              f"{again.removed} removed, {again.unchanged} unchanged")  # fmt: skip
+        _latency(bundle, args.golden)
+
+
+def _a_session(bundle: Path) -> str:
+    import duckdb
+
+    con = duckdb.connect(str(bundle / "okf.duckdb"), read_only=True)
+    row = con.execute("SELECT vault_path FROM concepts WHERE session_number IS NOT NULL ORDER BY 1 LIMIT 1").fetchone()
+    con.close()
+    return row[0] if row else "Readme.md"
+
+
+def _latency(bundle: Path, golden: Path) -> None:
+    retriever = Retriever.open(bundle)
+    retriever.contexts, retriever.lexical  # noqa: B018 - build caches before timing
+    questions = [json.loads(line)["question"] for line in golden.read_text("utf-8").splitlines() if line.strip()]
+    embed_ms, rows = [], {}
+    for q in questions:
+        t = time.perf_counter()
+        qvec = retriever.embed(q)
+        embed_ms.append((time.perf_counter() - t) * 1000)
+        v15 = retriever.search(q, "vector", 15, qvec=qvec)
+        budget = Budget(v15.notes, v15.tokens)
+        for name, mode, k, b, seeds in (("vector@10", "vector", 10, None, "dense"), ("vector@15", "vector", 15, None, "dense"),
+                                        ("graph@5+hop", "graph", 5, budget, "dense"), ("union@10+hop", "union", 10, budget, "dense"),
+                                        ("hybrid@15", "vector", 15, None, "hybrid")):  # fmt: skip
+            r = retriever.search(q, mode, k, b, seeds=seeds, qvec=qvec)
+            rows.setdefault(name, []).append(r.timings["retrieve_ms"])
+    print(f"query embedding: p50 {statistics.median(embed_ms):.1f} ms over {len(questions)} questions")
+    for name, values in rows.items():
+        ordered = sorted(values)
+        p95 = ordered[round(0.95 * (len(ordered) - 1))]
+        print(f"{name:<14} p50 {statistics.median(ordered):6.2f} ms   p95 {p95:6.2f} ms")
+
+
+if __name__ == "__main__":
+    main()

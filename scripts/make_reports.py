@@ -1,0 +1,55 @@
+"""Regenerate reports/ from the shared vaults with the tool itself (never edit the reports by hand).
+
+    python scripts/make_reports.py [--skip-eval] [--answers]
+
+Bundles and indexes go to out/reports-work/ (ignored by git); reports/ receives:
+- link-health-<vault>.md / .json for the three shared vaults;
+- eval-<vault>.md / .json / .png: every method and neighbour ranker on the golden sets (offline MiniLM);
+- with --answers, the children-of-ash report also scores answers from the Gemma 3 270M GGUF.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+VAULTS = ROOT.parent / "shared" / "vaults"
+WORK = ROOT / "out" / "reports-work"
+REPORTS = ROOT / "reports"
+EVALS = {"thellade": "thellade", "children-of-ash": "children-of-ash"}
+
+
+def cli(*args: str) -> None:
+    exe = Path(sys.executable).with_name("vault2okf")
+    print("+ vault2okf", " ".join(args), flush=True)
+    subprocess.run([str(exe), *args], check=True, cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--skip-eval", action="store_true")
+    parser.add_argument("--answers", action="store_true")
+    args = parser.parse_args()
+    REPORTS.mkdir(exist_ok=True)
+    for vault in ("thellade", "blades-of-vengeance", "children-of-ash"):
+        bundle = WORK / vault
+        cli("convert", str(VAULTS / vault), "-o", str(bundle))
+        for ext in ("md", "json"):
+            shutil.copyfile(bundle / f"link-health.{ext}", REPORTS / f"link-health-{vault}.{ext}")
+    if args.skip_eval:
+        return
+    for vault, golden in EVALS.items():
+        bundle = WORK / vault
+        cli("index", str(bundle), "--embedder", "minilm", "--no-progress")
+        extra = ["--answers"] if args.answers and vault == "children-of-ash" else []
+        cli("eval", str(bundle), "--golden", f"golden/{golden}.jsonl", "--out", "reports",
+            "--stem", f"eval-{vault}", "--rankers", "all", *extra)  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,114 @@
+"""Retrieval modes on a small vault built for the purpose, through the real converter, MiniLM and Chroma."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from retriever.index import index_bundle
+from retriever.retrieve import Budget, Retriever
+from vault2okf.convert import convert
+
+pytestmark = pytest.mark.slow
+
+NOTES = {
+    "Places/Old Graveyard.md": "The old graveyard lies north of the village. A ghoul named Morrow guards its crypt.",
+    # a backlink-only neighbour: it links to the graveyard, the graveyard never links to it
+    "Sessions/Session 4.md": "We walked to the [[Old Graveyard]] at dusk and spoke with the gatekeeper's widow.",
+    "People/Widow Hale.md": "Widow Hale sells candles in the village square and remembers the old days.",
+    "Places/Hub Town.md": "Hub Town is the trading centre of the valley.",
+    "Items/Bronze Key.md": "A bronze key that opens the crypt door under the chapel.",
+}
+FILLER = 12  # notes that all link to Hub Town, making it a hub
+
+
+@pytest.fixture(scope="module")
+def retriever(tmp_path_factory: pytest.TempPathFactory, minilm) -> Retriever:  # noqa: ANN001
+    root = tmp_path_factory.mktemp("retrieve")
+    vault = root / "vault"
+    for path, text in NOTES.items():
+        (vault / path).parent.mkdir(parents=True, exist_ok=True)
+        (vault / path).write_text(text + "\n", "utf-8")
+    for i in range(FILLER):
+        (vault / "Shops").mkdir(exist_ok=True)
+        (vault / "Shops" / f"Shop {i}.md").write_text(f"Shop {i} sells goods in [[Hub Town]], item number {i}.\n", "utf-8")
+    convert(vault, root / "bundle")
+    index_bundle(root / "bundle", embedder_name="minilm", progress=False)
+    return Retriever.open(root / "bundle")
+
+
+def test_vector_mode_groups_chunks_into_notes(retriever: Retriever) -> None:
+    r = retriever.search("Who guards the crypt in the old graveyard?", "vector", k=3)
+    assert r.hits[0].vault_path == "Places/Old Graveyard.md"
+    assert all(h.via == "vector" for h in r.hits)
+    assert len({h.note_id for h in r.hits}) == len(r.hits) <= 3
+    assert r.tokens == sum(h.tokens for h in r.hits) > 0
+
+
+def test_hop_reaches_a_backlink_only_neighbour(retriever: Retriever) -> None:
+    bundle = retriever.bundle
+    con = duckdb.connect(str(bundle / "okf.duckdb"), read_only=True)
+    out_links = con.execute("SELECT target_id FROM links WHERE source_id = 'Places/Old Graveyard'").fetchall()
+    con.close()
+    assert out_links == []  # the graveyard links to nothing: only the session points at it
+    r = retriever.search("Who guards the crypt in the old graveyard?", "union", k=1, budget=Budget(notes=3))
+    assert r.hits[0].vault_path == "Places/Old Graveyard.md"
+    hop = [h for h in r.hits if h.via == "hop"]
+    assert [h.vault_path for h in hop] == ["Sessions/Session 4.md"]
+
+
+def test_the_cap_holds_on_a_hub(retriever: Retriever) -> None:
+    q = "What is the trading centre of the valley?"
+    for notes, tokens in ((4, None), (None, 60), (6, 100)):
+        r = retriever.search(q, "union", k=1, budget=Budget(notes=notes, tokens=tokens), ranker="dense")
+        assert r.hits[0].vault_path == "Places/Hub Town.md"
+        assert notes is None or r.notes <= notes
+        assert tokens is None or r.tokens <= tokens
+        assert any(h.via == "hop" for h in r.hits)
+    uncapped = retriever.search(q, "union", k=1, budget=Budget())
+    assert uncapped.notes == 1 + FILLER  # the hub's whole neighbourhood, which is what the cap prevents
+
+
+def test_graph_mode_seeds_from_five_and_adds_only_new_notes(retriever: Retriever) -> None:
+    r = retriever.search("bronze key for the crypt", "graph", k=15, budget=Budget(notes=8))
+    vector = [h for h in r.hits if h.via == "vector"]
+    assert len(vector) <= 5
+    assert len({h.note_id for h in r.hits}) == len(r.hits) <= 8
+
+
+@pytest.mark.parametrize("ranker", ["dense", "dense-hub", "context", "support", "lexical", "rrf", "rrf-lex", "file"])
+def test_every_ranker_runs_within_budget(retriever: Retriever, ranker: str) -> None:
+    r = retriever.search("the ghoul in the crypt", "union", k=2, budget=Budget(notes=5, tokens=400), ranker=ranker)
+    assert r.ranker == ranker and r.notes <= 5 and r.tokens <= 400
+
+
+def test_hybrid_seeds_find_a_rare_name(retriever: Retriever) -> None:
+    r = retriever.search("Morrow", "vector", k=2, seeds="hybrid")
+    assert "Places/Old Graveyard.md" in [h.vault_path for h in r.hits]
+
+
+def test_timings_exclude_a_given_question_vector(retriever: Retriever) -> None:
+    q = "candles in the square"
+    r = retriever.search(q, "union", k=2, budget=Budget(notes=4), qvec=retriever.embed(q))
+    assert "embed_ms" not in r.timings and r.timings["retrieve_ms"] >= 0
+
+
+def test_unknown_ranker_is_a_clear_error(retriever: Retriever) -> None:
+    from retriever.errors import RetrieverError
+
+    with pytest.raises(RetrieverError, match="unknown ranker 'best'; choose one of dense"):
+        retriever.search("x", "union", ranker="best")
+
+
+def test_adjacent_sessions_are_candidates(tmp_path: Path, minilm) -> None:  # noqa: ANN001
+    vault = tmp_path / "vault"
+    (vault / "Sessions").mkdir(parents=True)
+    for n, text in ((1, "The party found a silver bell."), (2, "They rang the bell at the tower."), (3, "A storm came.")):
+        (vault / "Sessions" / f"Session {n}.md").write_text(text + "\n", "utf-8")
+    convert(vault, tmp_path / "bundle")
+    index_bundle(tmp_path / "bundle", embedder_name="minilm", progress=False)
+    r = Retriever.open(tmp_path / "bundle").search("silver bell", "union", k=1, budget=Budget(notes=3), adjacent_sessions=True)
+    assert [h.vault_path for h in r.hits][:2] == ["Sessions/Session 1.md", "Sessions/Session 2.md"]
+    assert r.hits[1].session_label == "session 2"

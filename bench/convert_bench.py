@@ -38,7 +38,7 @@ def main() -> None:
     floor(args.vault)  # warm the page cache
     floors, converts, stages = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
-        for i in range(args.repeat):
+        for _ in range(args.repeat):
             floors.append(floor(args.vault)[0])
             result = convert(args.vault, Path(tmp) / "bundle")
             converts.append(result.seconds)

@@ -68,9 +68,14 @@ def _latency(bundle: Path, golden: Path) -> None:
         embed_ms.append((time.perf_counter() - t) * 1000)
         v15 = retriever.search(q, "vector", 15, qvec=qvec)
         budget = Budget(v15.notes, v15.tokens)
-        for name, mode, k, b, seeds in (("vector@10", "vector", 10, None, "dense"), ("vector@15", "vector", 15, None, "dense"),
-                                        ("graph@5+hop", "graph", 5, budget, "dense"), ("union@10+hop", "union", 10, budget, "dense"),
-                                        ("hybrid@15", "vector", 15, None, "hybrid")):  # fmt: skip
+        modes = (
+            ("vector@10", "vector", 10, None, "dense"),
+            ("vector@15", "vector", 15, None, "dense"),
+            ("graph@5+hop", "graph", 5, budget, "dense"),
+            ("union@10+hop", "union", 10, budget, "dense"),
+            ("hybrid@15", "vector", 15, None, "hybrid"),
+        )
+        for name, mode, k, b, seeds in modes:
             r = retriever.search(q, mode, k, b, seeds=seeds, qvec=qvec)
             rows.setdefault(name, []).append(r.timings["retrieve_ms"])
     print(f"query embedding: p50 {statistics.median(embed_ms):.1f} ms over {len(questions)} questions")

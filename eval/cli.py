@@ -15,9 +15,13 @@ def eval_cmd(
     golden: Path = typer.Option(..., "--golden", help="Golden set, JSON Lines (see golden/README.md)."),
     out: Path = typer.Option(Path("reports"), "--out", help="Folder for the .md, .json and .png report."),
     stem: str | None = typer.Option(None, "--stem", help="Report file name (default: eval-<golden name>)."),
-    rankers: str = typer.Option("", "--rankers", help="Also run union with these neighbour rankers (comma list, or 'all')."),
+    rankers: str = typer.Option(
+        "", "--rankers", help="Also run union with these neighbour rankers (comma list, or 'all')."
+    ),
     answers: bool = typer.Option(False, "--answers", help="Also generate and score answers (slow)."),
-    answer_method: str = typer.Option("union@10+hop[v15]", "--answer-method", help="Which method's context to answer from."),
+    answer_method: str = typer.Option(
+        "union@10+hop[v15]", "--answer-method", help="Which method's context to answer from."
+    ),
     llm: str = typer.Option("llama", "--llm", help="Answerer for --answers: llama or bedrock."),
     model: str | None = typer.Option(None, "--model", help="GGUF path (llama) or model ID (bedrock)."),
     answer_tokens: int = typer.Option(160, "--answer-tokens", min=1, help="Most tokens per answer."),

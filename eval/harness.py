@@ -40,7 +40,9 @@ def evaluate(
     names = list(RANKERS) if rankers == "all" else [r for r in rankers.split(",") if r]
     methods = default_methods(DEFAULT_RANKER, names)
     result = run_methods(retriever, questions, methods, progress)
-    scores = _answers(retriever, questions, result, answer_method, llm, model, answer_tokens, progress) if answers else None
+    scores = (
+        _answers(retriever, questions, result, answer_method, llm, model, answer_tokens, progress) if answers else None
+    )
     config = config_of(methods, {
         "bundle": bundle.name, "embedder": retriever.embedder.name, "default_ranker": DEFAULT_RANKER,
         "latency_ms_excluding_query_embedding": result.latency_summary(),

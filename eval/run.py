@@ -77,7 +77,12 @@ def run_methods(
     """Every method on every question; methods that others are matched to must come first."""
     result = RunResult()
     for m in methods:
-        result.run[m.name], result.budgets[m.name], result.latency_ms[m.name], result.retrievals[m.name] = {}, {}, [], {}
+        result.run[m.name], result.budgets[m.name], result.latency_ms[m.name], result.retrievals[m.name] = (
+            {},
+            {},
+            [],
+            {},
+        )
     for n, q in enumerate(questions, start=1):
         qvec = retriever.embed(q.question)
         for m in methods:

@@ -46,7 +46,9 @@ def hit_json(hit: Hit) -> dict[str, Any]:
 
 
 def context_notes(retrieval: Retrieval) -> list[ContextNote]:
-    return [ContextNote(h.note_id, h.title, h.doc_path, h.text, h.via, h.score, h.session_label) for h in retrieval.hits]
+    return [
+        ContextNote(h.note_id, h.title, h.doc_path, h.text, h.via, h.score, h.session_label) for h in retrieval.hits
+    ]
 
 
 def ask(

@@ -26,15 +26,19 @@ def index_cmd(
     bundle: Path = BUNDLE,
     embedder: str = typer.Option("bge-m3", "--embedder", help="bge-m3 (default), minilm, or a model folder."),
     chroma_url: str | None = CHROMA_URL,
-    chroma_path: Path | None = typer.Option(None, "--chroma-path", help="Persistent Chroma folder (default in bundle)."),
+    chroma_path: Path | None = typer.Option(
+        None, "--chroma-path", help="Persistent Chroma folder (default in bundle)."
+    ),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar while embedding."),
 ) -> None:
     """Chunk and embed BUNDLE into Chroma; only new or changed chunks are embedded."""
     from retriever.index import index_bundle
 
     try:
-        result = index_bundle(bundle, embedder_name=embedder, chroma_path=chroma_path, chroma_url=chroma_url, progress=progress)
-        Retriever.open(bundle, chroma_url=chroma_url).contexts  # embed link sentences now, not at first query
+        result = index_bundle(
+            bundle, embedder_name=embedder, chroma_path=chroma_path, chroma_url=chroma_url, progress=progress
+        )
+        _ = Retriever.open(bundle, chroma_url=chroma_url).contexts  # embed link sentences now, not at first query
     except RetrieverError as exc:
         raise typer.BadParameter(str(exc)) from None
     typer.echo(
@@ -83,7 +87,9 @@ def ask_cmd(
     model: str | None = typer.Option(None, "--model", help="GGUF path for llama; model ID for bedrock."),
     region: str | None = typer.Option(None, "--region", help="AWS region for bedrock (else AWS_REGION)."),
     profile: str | None = typer.Option(None, "--profile", help="AWS profile for bedrock (else AWS_PROFILE)."),
-    gpu_layers: int = typer.Option(0, "--gpu-layers", help="Layers to offload (llama.cpp built with Vulkan; -1 = all)."),
+    gpu_layers: int = typer.Option(
+        0, "--gpu-layers", help="Layers to offload (llama.cpp built with Vulkan; -1 = all)."
+    ),
     answer_tokens: int = typer.Option(512, "--answer-tokens", min=1, help="Most tokens in the answer."),
     chroma_url: str | None = CHROMA_URL,
     as_json: bool = typer.Option(False, "--json", help="Answer, citations, retrieved notes, timings as JSON."),

@@ -21,9 +21,9 @@ from retriever.graph import NoteGraph
 _PAGE = 2000
 _WORD = re.compile(r"\w\w+")
 _STOP = frozenset(
-    "the a an and or of to in on at for with by from is are was were be been who what when where which why how "
-    "did does do that this it its as into about after before their they them he she his her we our you your "
-    "there then than not no".split()
+    """the a an and or of to in on at for with by from is are was were be been who what when where which why how
+    did does do that this it its as into about after before their they them he she his her we our you your
+    there then than not no""".split()  # noqa: SIM905
 )
 
 
@@ -41,7 +41,9 @@ class ChunkTable:
         ids, notes, texts, tokens, vectors = [], [], [], [], []
         for offset in range(0, collection.count(), _PAGE):
             page = collection.get(include=["documents", "metadatas", "embeddings"], limit=_PAGE, offset=offset)
-            for cid, text, meta, vec in zip(page["ids"], page["documents"], page["metadatas"], page["embeddings"], strict=True):
+            for cid, text, meta, vec in zip(
+                page["ids"], page["documents"], page["metadatas"], page["embeddings"], strict=True
+            ):
                 ids.append(cid)
                 notes.append(meta["note_id"])
                 texts.append(text)

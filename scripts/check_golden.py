@@ -16,6 +16,7 @@ and over the whole set: at most half of the questions name one of their gold not
 Prints a summary per tier, the link relation of every synthesis question (whether any two of its gold
 notes link each other: wikilink or markdown link, either direction) and exits 1 on any error.
 """
+
 from __future__ import annotations
 
 import json
@@ -219,7 +220,7 @@ def check(jsonl: str, vault: str) -> int:
         print("  synthesis link relation:")
         for r in syn:
             gold = [g for g in r["gold"] if os.path.isfile(os.path.join(vault, *g.split("/")))]
-            pairs = [(a, b) for i, a in enumerate(gold) for b in gold[i + 1:]]
+            pairs = [(a, b) for i, a in enumerate(gold) for b in gold[i + 1 :]]
             linked = any(notes_linked(vault, a, b, link_cache) for a, b in pairs)
             rel["linked" if linked else "unlinked"] += 1
             print(f"    {r['id']:<10} {'linked' if linked else 'unlinked'}")

@@ -26,7 +26,11 @@ def full_spans(body: str) -> set[tuple[int, str, str]]:
                 kind, inner, offset = "wikilink", meta["inner"], meta["offset"]
             elif child.type in ("link_open", "image") and "span" in meta:
                 attr = "href" if child.type == "link_open" else "src"
-                kind, inner, offset = ("link" if child.type == "link_open" else "image"), str(child.attrs[attr]), meta["span"][0]
+                kind, inner, offset = (
+                    ("link" if child.type == "link_open" else "image"),
+                    str(child.attrs[attr]),
+                    meta["span"][0],
+                )
             else:
                 continue
             found.add((last_map[0] + token.content.count("\n", 0, offset), kind, inner))

@@ -68,21 +68,35 @@ def test_index_search_ask_eval(bundle: Path, tmp_path: Path) -> None:
     again = run("index", bundle, "--embedder", "minilm", "--no-progress")
     assert re.search(r": 0 embedded, 0 removed, \d+ unchanged", again)
 
-    hits = json.loads(run("search", bundle, "Who is the kame at the kabuki theatre?", "--mode", "union", "--k", "5", "--json"))
+    hits = json.loads(
+        run("search", bundle, "Who is the kame at the kabuki theatre?", "--mode", "union", "--k", "5", "--json")
+    )
     assert hits["mode"] == "union" and hits["notes"] == len(hits["hits"]) <= 15
     assert {"note_id", "title", "vault_path", "doc_path", "score", "via", "tokens"} <= set(hits["hits"][0])
     assert {h["via"] for h in hits["hits"]} <= {"vector", "hop"}
 
-    answer = json.loads(run("ask", bundle, "Who is Raiden?", "--k", "3", "--max-notes", "4", "--answer-tokens", "32", "--json"))
-    assert set(answer) >= {"question", "answer", "citations", "retrieved", "retrieval", "model", "finish_reason", "tokens", "timings_ms"}
+    answer = json.loads(
+        run("ask", bundle, "Who is Raiden?", "--k", "3", "--max-notes", "4", "--answer-tokens", "32", "--json")
+    )
+    assert set(answer) >= {
+        "question",
+        "answer",
+        "citations",
+        "retrieved",
+        "retrieval",
+        "model",
+        "finish_reason",
+        "tokens",
+        "timings_ms",
+    }
     assert answer["finish_reason"] in {"stop", "length"} and 0 < answer["tokens"]["completion"] <= 32
     assert answer["retrieval"]["notes"] == len(answer["retrieved"]) <= 4
     assert all(c["path"] in {r["doc_path"] for r in answer["retrieved"]} for c in answer["citations"])
     assert {"vector_ms", "answer_ms", "retrieve_ms"} <= set(answer["timings_ms"])
 
     golden = tmp_path / "g.jsonl"
-    golden.write_text(json.dumps({"id": "q1", "tier": "lookup", "question": "Who is Raiden?",
-                                  "gold": ["Journal/Session 1.md"], "answer": "a kame", "answer_entities": ["Raiden"]}) + "\n", "utf-8")  # fmt: skip
+    question = {"id": "q1", "tier": "lookup", "question": "Who is Raiden?", "gold": ["Journal/Session 1.md"]}
+    golden.write_text(json.dumps({**question, "answer": "a kame", "answer_entities": ["Raiden"]}) + "\n", "utf-8")
     run("eval", bundle, "--golden", golden, "--out", tmp_path / "reports", "--stem", "e")
     report = json.loads((tmp_path / "reports" / "e.json").read_text("utf-8"))
     assert {"vector@5", "vector@10", "vector@15", "graph@5+hop[v10]", "union@10+hop[v15]"} <= set(report["methods"])

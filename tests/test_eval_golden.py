@@ -42,9 +42,7 @@ def with_(index: int, **changes) -> list:
 
 def test_loads_questions_as_frozen_records(tmp_path):
     questions = load_golden(write(tmp_path, [GOOD[0], "", GOOD[1]]), known_paths=KNOWN)
-    assert questions[0] == Question(
-        "q1", Tier.LOOKUP, GOOD[0]["question"], ("People/Mira.md",), "Mira", ("Mira",)
-    )
+    assert questions[0] == Question("q1", Tier.LOOKUP, GOOD[0]["question"], ("People/Mira.md",), "Mira", ("Mira",))
     assert questions[1].tier is Tier.UNANSWERABLE and not questions[1].answerable
     with pytest.raises(AttributeError):
         questions[0].id = "x"

@@ -31,8 +31,7 @@ RUN = {
 }
 BUDGETS = {
     "vec": {
-        qid: {"notes": 5, "tokens": t}
-        for qid, t in zip(["q1", "q2", "q3", "q4"], [100, 200, 300, 400], strict=True)
+        qid: {"notes": 5, "tokens": t} for qid, t in zip(["q1", "q2", "q3", "q4"], [100, 200, 300, 400], strict=True)
     },
     "graph": {
         "q1": {"notes": 3, "tokens": 90},

@@ -40,8 +40,13 @@ def inp() -> HopInput:
         vectors=np.vstack([unit(1, 0), unit(0, 1), unit(1, 1), unit(-1, 0)]),
         rows_of={"a": [0], "b": [1, 2], "c": [3]},
     )
-    contexts = ContextVectors(["a near s1", "a near s2", "the bell rang", "c text"], np.vstack([unit(0, 1), unit(0, 1), unit(1, 0), unit(1, 1)]))
-    return HopInput("q", unit(1, 0), {"s1": 0.9, "s2": 0.5}, graph, table, contexts, lambda: {"a": 1.0, "b": 3.0, "c": 2.0})
+    contexts = ContextVectors(
+        ["a near s1", "a near s2", "the bell rang", "c text"],
+        np.vstack([unit(0, 1), unit(0, 1), unit(1, 0), unit(1, 1)]),
+    )
+    return HopInput(
+        "q", unit(1, 0), {"s1": 0.9, "s2": 0.5}, graph, table, contexts, lambda: {"a": 1.0, "b": 3.0, "c": 2.0}
+    )
 
 
 def test_dense_is_the_best_chunk_similarity(inp: HopInput) -> None:

@@ -33,7 +33,9 @@ def retriever(tmp_path_factory: pytest.TempPathFactory, minilm) -> Retriever:  #
         (vault / path).write_text(text + "\n", "utf-8")
     for i in range(FILLER):
         (vault / "Shops").mkdir(exist_ok=True)
-        (vault / "Shops" / f"Shop {i}.md").write_text(f"Shop {i} sells goods in [[Hub Town]], item number {i}.\n", "utf-8")
+        (vault / "Shops" / f"Shop {i}.md").write_text(
+            f"Shop {i} sells goods in [[Hub Town]], item number {i}.\n", "utf-8"
+        )
     convert(vault, root / "bundle")
     index_bundle(root / "bundle", embedder_name="minilm", progress=False)
     return Retriever.open(root / "bundle")
@@ -105,10 +107,16 @@ def test_unknown_ranker_is_a_clear_error(retriever: Retriever) -> None:
 def test_adjacent_sessions_are_candidates(tmp_path: Path, minilm) -> None:  # noqa: ANN001
     vault = tmp_path / "vault"
     (vault / "Sessions").mkdir(parents=True)
-    for n, text in ((1, "The party found a silver bell."), (2, "They rang the bell at the tower."), (3, "A storm came.")):
+    for n, text in (
+        (1, "The party found a silver bell."),
+        (2, "They rang the bell at the tower."),
+        (3, "A storm came."),
+    ):
         (vault / "Sessions" / f"Session {n}.md").write_text(text + "\n", "utf-8")
     convert(vault, tmp_path / "bundle")
     index_bundle(tmp_path / "bundle", embedder_name="minilm", progress=False)
-    r = Retriever.open(tmp_path / "bundle").search("silver bell", "union", k=1, budget=Budget(notes=3), adjacent_sessions=True)
+    r = Retriever.open(tmp_path / "bundle").search(
+        "silver bell", "union", k=1, budget=Budget(notes=3), adjacent_sessions=True
+    )
     assert [h.vault_path for h in r.hits][:2] == ["Sessions/Session 1.md", "Sessions/Session 2.md"]
     assert r.hits[1].session_label == "session 2"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from oracle import full_spans
+
 from vault2okf.parse import decode, split_frontmatter
 from vault2okf.scan import code_mask, find_spans
 

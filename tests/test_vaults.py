@@ -8,8 +8,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from bundle_checks import dangling_links, database_rows, tree_hashes
+
 from vault2okf.convert import convert
 from vault2okf.db import connect
 
@@ -46,7 +46,9 @@ def test_converting_twice_gives_identical_bundles(converted: tuple[Path, Path, d
     assert database_rows(again) == database_rows(out)
 
 
-def test_reconverting_in_place_keeps_the_bundle_and_its_index_state(converted: tuple[Path, Path, dict], tmp_path: Path) -> None:
+def test_reconverting_in_place_keeps_the_bundle_and_its_index_state(
+    converted: tuple[Path, Path, dict], tmp_path: Path
+) -> None:
     vault, out, _ = converted
     bundle = tmp_path / "bundle"
     shutil.copytree(out, bundle)
@@ -68,7 +70,11 @@ def test_database_matches_the_docs(converted: tuple[Path, Path, dict]) -> None:
         ).fetchone()
     finally:
         con.close()
-    assert docs == {f"concepts/{p.relative_to(out / 'concepts').as_posix()}" for p in (out / "concepts").rglob("*.md") if p.name != "index.md"}
+    assert docs == {
+        f"concepts/{p.relative_to(out / 'concepts').as_posix()}"
+        for p in (out / "concepts").rglob("*.md")
+        if p.name != "index.md"
+    }
     assert dangling == (0,)
 
 

@@ -10,7 +10,9 @@ import typer
 from vault2okf.convert import convert
 from vault2okf.errors import Vault2OkfError
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, help="Obsidian vault -> OKF bundle, questions, evaluation.")
+app = typer.Typer(
+    no_args_is_help=True, add_completion=False, help="Obsidian vault -> OKF bundle, questions, evaluation."
+)
 
 
 @app.command("convert")

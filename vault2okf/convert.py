@@ -138,7 +138,7 @@ def _doc(note: Note, meta: Meta, body: str, doc_path: str, vault_name: str) -> b
         "type": meta.type,
         "title": meta.title,
         "description": meta.description,
-        "resource": f"obsidian://open?vault={quote(vault_name, safe='')}&file={quote(_obsidian_file(note.path), safe='')}",
+        "resource": obsidian_uri(vault_name, note.path),
         "timestamp": meta.timestamp,
         "tags": list(meta.tags),
     }
@@ -185,9 +185,10 @@ def _link_row(r: LinkRecord, doc_of: dict[str, str]) -> tuple[Any, ...]:
     )
 
 
-def _obsidian_file(path: str) -> str:
-    """The ``file`` of an obsidian:// URI: the vault path without ``.md`` (kept for a note named just ``.md``)."""
-    return path if posixpath.basename(path) == ".md" else path[:-3]
+def obsidian_uri(vault_name: str, path: str) -> str:
+    """``obsidian://open`` for a note: the vault path without ``.md`` (kept for a note named just ``.md``)."""
+    file = path if posixpath.basename(path) == ".md" else path[:-3]
+    return f"obsidian://open?vault={quote(vault_name, safe='')}&file={quote(file, safe='')}"
 
 
 def concept_id(doc_path: str) -> str:

@@ -36,7 +36,18 @@ CONCEPT_COLUMNS = (
     "id", "vault_path", "doc_path", "type", "title", "description", "tags", "aliases", "timestamp",
     "session_date", "session_number", "body", "content_hash", "frontmatter", "frontmatter_error",
 )  # fmt: skip
-LINK_COLUMNS = ("source_id", "target_id", "raw", "target", "kind", "anchor", "line", "status", "context", "in_frontmatter")
+LINK_COLUMNS = (
+    "source_id",
+    "target_id",
+    "raw",
+    "target",
+    "kind",
+    "anchor",
+    "line",
+    "status",
+    "context",
+    "in_frontmatter",
+)
 
 
 @dataclass(frozen=True)
@@ -71,7 +82,9 @@ def write_database(path: Path, tables: Tables, meta: dict[str, str]) -> None:
         con.close()
 
 
-def _insert(con: duckdb.DuckDBPyConnection, table: str, columns: Sequence[str], rows: Sequence[tuple[Any, ...]]) -> None:
+def _insert(
+    con: duckdb.DuckDBPyConnection, table: str, columns: Sequence[str], rows: Sequence[tuple[Any, ...]]
+) -> None:
     if not rows:
         return
     placeholders = ", ".join(f"unnest(${i + 1})" for i in range(len(columns)))

@@ -23,8 +23,9 @@ _COMMENT = re.compile(r"%%.*?(?:%%|$)")
 _LEAD = re.compile(r"^[\s>]*(?:[-*+]|\d{1,9}[.)])?\s*(?:\[[ xX]\]\s*)?")
 _SENTENCE = re.compile(r"^(.+?[.!?])(?=\s|$)")
 _DATE_KEYS = ("date", "created", "updated", "modified", "timestamp", "sessiondate", "session_date")
-_SKIP_LINE = re.compile(
-    r"^\s*(?:#|>|\||!\[|```|~~~|<|-{3,}|\*{3,}|_{3,}|%%|\$\{|`INPUT|`VIEW|\[!|(?:[-*+]\s*)?\*\*[^*]{1,40}:\*\*|[\w ]{1,30}::)"
+_SKIP_LINE = re.compile(  # headings, quotes/callouts, tables, images, code, HTML, rules, comments, plugin markup,
+    r"^\s*(?:#|>|\||!\[|```|~~~|<|-{3,}|\*{3,}|_{3,}|%%|\$\{|`INPUT|`VIEW|\[!"
+    r"|(?:[-*+]\s*)?\*\*[^*]{1,40}:\*\*|[\w ]{1,30}::)"  # and "**Key:** value" / "key:: value" property lines
 )
 
 

@@ -46,7 +46,9 @@ class LinkReport:
             "ambiguous": self._ambiguous(),
             "alias_only": self._alias_only(),
             "missing_attachments": self._grouped(Status.MISSING_ATTACHMENT),
-            "problems": [{"path": p, "line": pr.line, "kind": pr.kind, "message": pr.message} for p, pr in self.problems],
+            "problems": [
+                {"path": p, "line": pr.line, "kind": pr.kind, "message": pr.message} for p, pr in self.problems
+            ],
             "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
             "orphans": self.orphans(),
             "hubs": self.hubs(),
@@ -119,7 +121,10 @@ class LinkReport:
     def hubs(self) -> list[dict[str, Any]]:
         degree = self._degree()
         ranked = sorted(degree.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:HUBS]
-        return [{"note": note, "degree": len(n), "share_of_vault": round(len(n) / max(len(self.notes), 1), 3)} for note, n in ranked]
+        return [
+            {"note": note, "degree": len(n), "share_of_vault": round(len(n) / max(len(self.notes), 1), 3)}
+            for note, n in ranked
+        ]
 
     def _names(self) -> _Names:
         names = {posixpath.basename(n)[:-3].casefold(): n for n in self.notes}
@@ -198,15 +203,33 @@ def _markdown(d: dict[str, Any]) -> Iterable[str]:
     yield "|---|---:|---:|"
     for status, count in s.items():
         yield f"| {status} | {count} | {t['unique_targets'].get(status, '')} |"
-    yield from _section("Broken links", d["broken"], "Nothing resolves these names. Create the note, fix the spelling, "
-                        "or pin a target in `vault2okf.toml` under `[links.overrides]`.", _broken_line)
-    yield from _section("Ambiguous links", d["ambiguous"], "Several notes share this name; the first candidate "
-                        "was chosen per linking note (same folder, then shortest path, then alphabetical). Pin one under "
-                        "`[links.overrides]` or write the path in the link.", _ambiguous_line)
-    yield from _section("Resolved only through an alias", d["alias_only"], "Obsidian itself leaves a bare "
-                        "`[[Alias]]` unresolved; write `[[Note|Alias]]` instead.", _alias_line)
-    yield from _section("Missing attachments", d["missing_attachments"], "Embedded files that are not in the "
-                        "vault; left as written.", _broken_line)
+    yield from _section(
+        "Broken links",
+        d["broken"],
+        "Nothing resolves these names. Create the note, fix the spelling, "
+        "or pin a target in `vault2okf.toml` under `[links.overrides]`.",
+        _broken_line,
+    )
+    yield from _section(
+        "Ambiguous links",
+        d["ambiguous"],
+        "Several notes share this name; the first candidate "
+        "was chosen per linking note (same folder, then shortest path, then alphabetical). Pin one under "
+        "`[links.overrides]` or write the path in the link.",
+        _ambiguous_line,
+    )
+    yield from _section(
+        "Resolved only through an alias",
+        d["alias_only"],
+        "Obsidian itself leaves a bare `[[Alias]]` unresolved; write `[[Note|Alias]]` instead.",
+        _alias_line,
+    )
+    yield from _section(
+        "Missing attachments",
+        d["missing_attachments"],
+        "Embedded files that are not in the vault; left as written.",
+        _broken_line,
+    )
     yield from _problems(d)
     yield "## Orphans"
     yield ""
@@ -252,7 +275,9 @@ def _alias_line(e: dict[str, Any]) -> Iterable[str]:
 
 def _at(where: list[str]) -> str:
     """Up to ``AT_SHOWN`` locations; link-health.json lists every one."""
-    more = f" … and {len(where) - AT_SHOWN} more (every location is in link-health.json)" if len(where) > AT_SHOWN else ""
+    more = (
+        f" … and {len(where) - AT_SHOWN} more (every location is in link-health.json)" if len(where) > AT_SHOWN else ""
+    )
     return f"  - at: {', '.join(f'`{w}`' for w in where[:AT_SHOWN])}{more}"
 
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 from bundle_checks import dangling_links, database_rows, tree_hashes
 
 from vault2okf.convert import convert
@@ -102,3 +104,20 @@ def test_an_edited_note_changes_only_its_own_doc(tmp_path: Path) -> None:
     changed = [r for r in rows_b["concepts"] if r not in rows_a["concepts"]]
     assert [r[0] for r in changed] == ["NPCs/ECHO"]
     assert rows_a["links"] == rows_b["links"]
+
+
+def test_bundle_conforms_to_okf_and_agent_skills(converted: tuple[Path, Path, dict]) -> None:
+    """Every concept doc has YAML with a type; index.md has no frontmatter but the root's okf_version; SKILL.md
+    has a lowercase-hyphen name and a description of at most 1024 characters."""
+    _, out, _ = converted
+    for doc in (out / "concepts").rglob("*.md"):
+        text = doc.read_text("utf-8")
+        if doc.name == "index.md":
+            head = text.split("---\n")[1] if text.startswith("---\n") else None
+            assert head == ('okf_version: "0.2"\n' if doc.parent == out / "concepts" else None), doc
+            continue
+        front = yaml.safe_load(text.split("---\n")[1])
+        assert isinstance(front, dict) and isinstance(front.get("type"), str) and front["type"].strip(), doc
+    skill = yaml.safe_load((out / "SKILL.md").read_text("utf-8").split("---\n")[1])
+    assert re.fullmatch(r"[a-z0-9]+(?:-[a-z0-9]+)*", skill["name"]) and len(skill["name"]) <= 64
+    assert 0 < len(skill["description"]) <= 1024

@@ -5,6 +5,7 @@ Methods (names are what the report's JSON uses):
 - ``graph@5+hop[v10]``, ``graph@5+hop[v15]``: 5 vector seeds + a hop capped, question by question, at the notes
   and tokens ``vector@10`` / ``vector@15`` spent on that question;
 - ``union@5+hop[v10]``, ``union@10+hop[v15]``: vector at k plus the capped hop, same matched caps;
+- ``union@10+hop[v15]+sessions``: the same, the previous/next session of a retrieved session offered first;
 - ``hybrid@10``, ``hybrid@15``, ``union-hybrid@10+hop[v15]``: the vector stage as dense + BM25 fused by RRF;
 - with ``rankers``: ``union@10+hop[v15]:<ranker>`` and ``union@5+hop[v10]:<ranker>`` for each neighbour ranker.
 The question is embedded once; latencies exclude that embedding.
@@ -54,6 +55,7 @@ def default_methods(ranker: str = DEFAULT_RANKER, rankers: Sequence[str] = (), h
         Method("union@5+hop[v10]", "union", 5, "vector@10", ranker),
         Method("union@10+hop[v15]", "union", 10, "vector@15", ranker),
     ]
+    methods.append(Method("union@10+hop[v15]+sessions", "union", 10, "vector@15", ranker, adjacent_sessions=True))
     if hybrid:
         methods += [
             Method("hybrid@10", "vector", 10, seeds="hybrid"),
@@ -115,7 +117,8 @@ def _percentiles(values: list[float]) -> dict[str, float]:
 def config_of(methods: Sequence[Method], extra: dict[str, Any]) -> dict[str, Any]:
     described = {
         m.name: {"mode": m.mode, "k": m.k, "budget": f"matched to {m.matched_to}" if m.matched_to else "none",
-                 "ranker": m.ranker if m.mode != "vector" else None, "seeds": m.seeds}
+                 "ranker": m.ranker if m.mode != "vector" else None, "seeds": m.seeds,
+                 "adjacent_sessions": m.adjacent_sessions}
         for m in methods
     }  # fmt: skip
     return {**extra, "methods": described}

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from retriever.answer.base import Answer, Answerer, ContextNote
+from retriever.answer.prompt import is_not_found
 from retriever.retrieve import Hit, Retrieval
 
 
@@ -22,7 +23,7 @@ class AskResult:
         return {
             "question": self.question,
             "answer": self.answer.text,
-            "not_found": "not found in the vault" in self.answer.text.lower(),
+            "not_found": is_not_found(self.answer.text),
             "citations": [{"title": c.title, "path": c.path} for c in self.answer.citations],
             "retrieved": [hit_json(h) for h in self.retrieval.hits],
             "retrieval": {

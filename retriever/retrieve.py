@@ -186,10 +186,9 @@ class Retriever:
         self, question: str, qvec: np.ndarray, first: list[Hit], budget: Budget, ranker: str, adjacent: bool
     ) -> list[Hit]:
         seeds = {h.note_id: h.score for h in first}
-        candidates = {n for s in seeds for n in self.graph.neighbours.get(s, {})}
-        if adjacent:
-            candidates |= {n for s in seeds for n in self.graph.adjacent_sessions(s)} if self.graph.concepts else set()
-        candidates = sorted(candidates - set(seeds))
+        neighbours = {n for s in seeds for n in self.graph.neighbours.get(s, {})}
+        sessions = {n for s in seeds for n in self.graph.adjacent_sessions(s)} if adjacent else set()
+        candidates = sorted((neighbours | sessions) - set(seeds))
         if not candidates:
             return []
         inp = HopInput(
@@ -198,11 +197,17 @@ class Retriever:
             lambda: self.lexical.note_scores(question),
         )  # fmt: skip
         scores = RANKERS[ranker](inp, candidates)
-        return self._fill(qvec, scores, budget, len(first), sum(h.tokens for h in first))
+        ranked = order(scores)
+        if sessions:  # the previous/next session of a retrieved session goes first
+            ranked = [n for n in ranked if n in sessions] + [n for n in ranked if n not in sessions]
+        return self._fill(qvec, ranked, scores, budget, len(first), sum(h.tokens for h in first))
 
-    def _fill(self, qvec: np.ndarray, scores: dict[str, float], budget: Budget, notes: int, tokens: int) -> list[Hit]:
+    def _fill(
+        self, qvec: np.ndarray, ranked: list[str], scores: dict[str, float], budget: Budget, notes: int, tokens: int
+    ) -> list[Hit]:
+        """Add neighbours best first while they fit the budget (a note too big for what is left is skipped)."""
         added: list[Hit] = []
-        for note in order(scores):
+        for note in ranked:
             if budget.notes is not None and notes + len(added) >= budget.notes:
                 break
             best = self.table.best_chunk(note, qvec)

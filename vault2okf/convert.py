@@ -7,6 +7,7 @@ import json
 import posixpath
 import shutil
 import time
+from concurrent.futures import ThreadPoolExecutor
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,7 +47,7 @@ def convert(vault: Path, out: Path, *, config_path: Path | None = None) -> Conve
     clock.lap("walk")
     notes = [parse_note(f.path, f.abs_path.read_bytes()) for f in walk.notes]
     mtimes = {f.path: f.abs_path.stat().st_mtime for f in walk.notes}
-    metas = {n.path: note_meta(n.path, n.frontmatter, n.body, mtimes[n.path], config) for n in notes}
+    metas = {n.path: note_meta(n.path, n.frontmatter, n.body, mtimes[n.path], config, n.code) for n in notes}
     clock.lap("parse")
     records = resolve_links(notes, walk, metas, config)
     report = LinkReport(
@@ -125,12 +126,14 @@ def _write(
     files["link-health.json"] = report.to_json_text()
     files[b.MARKER] = json.dumps({"tool": "vault2okf", "vault": vault.name, "okf_version": b.OKF_VERSION}) + "\n"
     copies = {f"{b.CONCEPTS}/{a.path}": a.abs_path for a in walk.attachments if a.path in used}
-    clock.lap("render")
-    b.write_tree(stage, files, copies)
-    clock.lap("write")
     links = [_link_row(r, doc_of) for r in records]
-    write_database(stage / "okf.duckdb", Tables(concepts, links), {"vault": vault.name, "okf_version": b.OKF_VERSION})
-    clock.lap("duckdb")
+    clock.lap("render")
+    meta = {"vault": vault.name, "okf_version": b.OKF_VERSION}
+    with ThreadPoolExecutor(max_workers=1) as pool:  # DuckDB loads while the files are written
+        database = pool.submit(write_database, stage / "okf.duckdb", Tables(concepts, links), meta)
+        b.write_tree(stage, files, copies)
+        database.result()
+    clock.lap("write")
 
 
 def _doc(note: Note, meta: Meta, body: str, doc_path: str, vault_name: str) -> b.Doc:

@@ -41,9 +41,12 @@ class Meta:
     session_number: int | None
 
 
-def note_meta(path: str, frontmatter: dict[str, Any], body: str, mtime: float, config: Config) -> Meta:
+def note_meta(
+    path: str, frontmatter: dict[str, Any], body: str, mtime: float, config: Config, code: CodeLines | None = None
+) -> Meta:
+    """``code`` is the body's ``CodeLines`` when the caller already has it (parse_note computes one)."""
     stem = posixpath.basename(path)[:-3] or "Untitled"
-    code = CodeLines(body.split("\n"))
+    code = CodeLines(body.split("\n")) if code is None else code
     return Meta(
         type=note_type(path, frontmatter, config),
         title=_text(frontmatter.get("title")) or stem,

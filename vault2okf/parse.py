@@ -16,7 +16,7 @@ from urllib.parse import unquote, urlsplit
 import yaml
 from frontmatter.default_handlers import YAMLHandler
 
-from vault2okf.scan import Span, find_spans, link_label
+from vault2okf.scan import CodeLines, Span, find_spans, link_label
 
 _FM_CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*$", re.MULTILINE)
 _FM_WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]+)\]\]")
@@ -55,6 +55,7 @@ class Note:
     body_line: int  # 1-based source line of the first body line
     links: tuple[Link, ...]
     problems: tuple[Problem, ...] = field(default=())
+    code: CodeLines | None = field(default=None, compare=False, repr=False)  # the body's code/comment lines
 
 
 def decode(data: bytes) -> tuple[str, Problem | None]:
@@ -106,7 +107,8 @@ def parse_note(path: str, data: bytes) -> Note:
         problems.append(Problem("frontmatter", f"malformed frontmatter: {error}", 2))
     elif fm_text is None and text.startswith("---\n"):
         problems.append(Problem("frontmatter", "frontmatter opened with --- is never closed; read as body", 1))
-    links = [*_frontmatter_links(meta, fm_text or ""), *_body_links(body, body_line)]
+    code = CodeLines(body.split("\n"))
+    links = [*_frontmatter_links(meta, fm_text or ""), *_body_links(code, body_line)]
     return Note(
         path=unicodedata.normalize("NFC", path),
         frontmatter=meta,
@@ -116,6 +118,7 @@ def parse_note(path: str, data: bytes) -> Note:
         body_line=body_line,
         links=tuple(links),
         problems=tuple(problems),
+        code=code,
     )
 
 
@@ -126,9 +129,9 @@ def split_wikilink(inner: str) -> tuple[str, str | None, str | None]:
     return target.strip(), anchor.strip() or None, label.strip() if sep else None
 
 
-def _body_links(body: str, first_line: int) -> Iterator[Link]:
-    lines = body.split("\n")
-    for span in find_spans(lines):
+def _body_links(code: CodeLines, first_line: int) -> Iterator[Link]:
+    lines = code.lines
+    for span in find_spans(lines, code):
         link = _link_from_span(lines[span.line], span, first_line + span.line)
         if link is not None:
             yield link

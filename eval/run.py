@@ -5,7 +5,7 @@ Methods (names are what the report's JSON uses):
 - ``graph@5+hop[v10]``, ``graph@5+hop[v15]``: 5 vector seeds + a hop capped, question by question, at the notes
   and tokens ``vector@10`` / ``vector@15`` spent on that question;
 - ``union@5+hop[v10]``, ``union@10+hop[v15]``: vector at k plus the capped hop, same matched caps;
-- ``union@10+hop[v15]+sessions``: the same, the previous/next session of a retrieved session offered first;
+- ``union@10+hop[v15]-sessions``: the same without the previous/next session of retrieved sessions as candidates;
 - ``hybrid@10``, ``hybrid@15``, ``union-hybrid@10+hop[v15]``: the vector stage as dense + BM25 fused by RRF;
 - with ``rankers``: ``union@10+hop[v15]:<ranker>`` and ``union@5+hop[v10]:<ranker>`` for each neighbour ranker.
 The question is embedded once; latencies exclude that embedding.
@@ -31,7 +31,7 @@ class Method:
     matched_to: str | None = None  # cap the hop at what this method spent on the same question
     ranker: str = DEFAULT_RANKER
     seeds: str = "dense"
-    adjacent_sessions: bool = False
+    adjacent_sessions: bool = True
 
 
 @dataclass
@@ -55,7 +55,7 @@ def default_methods(ranker: str = DEFAULT_RANKER, rankers: Sequence[str] = (), h
         Method("union@5+hop[v10]", "union", 5, "vector@10", ranker),
         Method("union@10+hop[v15]", "union", 10, "vector@15", ranker),
     ]
-    methods.append(Method("union@10+hop[v15]+sessions", "union", 10, "vector@15", ranker, adjacent_sessions=True))
+    methods.append(Method("union@10+hop[v15]-sessions", "union", 10, "vector@15", ranker, adjacent_sessions=False))
     if hybrid:
         methods += [
             Method("hybrid@10", "vector", 10, seeds="hybrid"),

@@ -19,6 +19,9 @@ MAX_NOTES = typer.Option(15, "--max-notes", min=1, help="Context budget: most no
 MAX_TOKENS = typer.Option(6000, "--max-tokens", min=1, help="Context budget: most tokens (caps the hop).")
 RANKER = typer.Option(DEFAULT_RANKER, "--ranker", help=f"How the hop ranks neighbours: {', '.join(RANKERS)}.")
 SEEDS = typer.Option(Seeds.DENSE, "--seeds", help="Vector stage: dense, or hybrid (dense + BM25, fused).")
+SESSIONS = typer.Option(
+    True, "--sessions/--no-sessions", help="Offer the previous/next session of a retrieved session to the hop."
+)
 CHROMA_URL = typer.Option(None, "--chroma-url", help="A Chroma server (http://host:port) instead of the bundle's.")
 
 
@@ -56,13 +59,17 @@ def search_cmd(
     max_tokens: int = MAX_TOKENS,
     ranker: str = RANKER,
     seeds: Seeds = SEEDS,
+    sessions: bool = SESSIONS,
     chroma_url: str | None = CHROMA_URL,
     as_json: bool = typer.Option(False, "--json", help="Print hits as JSON."),
 ) -> None:
     """Retrieve the notes for QUESTION: each with score, via (vector | hop) and tokens."""
     from retriever.ask import hit_json
 
-    retrieval = _retriever(bundle, chroma_url).search(question, mode, k, Budget(max_notes, max_tokens), ranker, seeds)
+    budget = Budget(max_notes, max_tokens)
+    retrieval = _retriever(bundle, chroma_url).search(
+        question, mode, k, budget, ranker, seeds, adjacent_sessions=sessions
+    )
     if as_json:
         payload = {"question": question, "mode": retrieval.mode, "k": k, "ranker": retrieval.ranker,
                    "notes": retrieval.notes, "tokens": retrieval.tokens, "timings_ms": retrieval.timings,
@@ -83,6 +90,7 @@ def ask_cmd(
     max_tokens: int = MAX_TOKENS,
     ranker: str = RANKER,
     seeds: Seeds = SEEDS,
+    sessions: bool = SESSIONS,
     llm: str = typer.Option("llama", "--llm", help="llama (local Gemma GGUF) or bedrock (AWS Converse)."),
     model: str | None = typer.Option(None, "--model", help="GGUF path for llama; model ID for bedrock."),
     region: str | None = typer.Option(None, "--region", help="AWS region for bedrock (else AWS_REGION)."),
@@ -105,8 +113,11 @@ def ask_cmd(
         if notice:
             typer.echo(f"note: {notice}", err=True)
         stream = None if as_json else (lambda token: (sys.stdout.write(token), sys.stdout.flush()))
-        result = ask(question, lambda q: retriever.search(q, mode, k, Budget(max_notes, max_tokens), ranker, seeds),
-                     answerer, on_token=stream)  # fmt: skip
+        budget = Budget(max_notes, max_tokens)
+        result = ask(
+            question, lambda q: retriever.search(q, mode, k, budget, ranker, seeds, adjacent_sessions=sessions),
+            answerer, on_token=stream,
+        )  # fmt: skip
     except RetrieverError as exc:
         raise typer.BadParameter(str(exc)) from None
     if as_json:

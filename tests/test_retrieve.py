@@ -8,6 +8,7 @@ import duckdb
 import pytest
 
 from retriever.index import index_bundle
+from retriever.rankers import RANKERS
 from retriever.retrieve import Budget, Retriever
 from vault2okf.convert import convert
 
@@ -80,7 +81,7 @@ def test_graph_mode_seeds_from_five_and_adds_only_new_notes(retriever: Retriever
     assert len({h.note_id for h in r.hits}) == len(r.hits) <= 8
 
 
-@pytest.mark.parametrize("ranker", ["dense", "dense-hub", "context", "support", "lexical", "rrf", "rrf-lex", "file"])
+@pytest.mark.parametrize("ranker", list(RANKERS))
 def test_every_ranker_runs_within_budget(retriever: Retriever, ranker: str) -> None:
     r = retriever.search("the ghoul in the crypt", "union", k=2, budget=Budget(notes=5, tokens=400), ranker=ranker)
     assert r.ranker == ranker and r.notes <= 5 and r.tokens <= 400

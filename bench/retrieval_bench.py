@@ -31,14 +31,17 @@ def main() -> None:
     parser.add_argument("--embedder", default="minilm")
     parser.add_argument("--golden", type=Path, default=ROOT / "golden" / "thellade.jsonl")
     parser.add_argument("--edit", default=None, help="vault path of the note to edit (default: the first session)")
+    parser.add_argument("--bundle", type=Path, default=None, help="an indexed bundle of VAULT to start from (copied)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         vault, bundle = Path(tmp) / "vault", Path(tmp) / "bundle"
         shutil.copytree(args.vault, vault)
+        if args.bundle:
+            shutil.copytree(args.bundle, bundle)
         convert(vault, bundle)
         first = index_bundle(bundle, embedder_name=args.embedder, progress=False)
-        print(f"index: {first.chunks} chunks of {first.notes} notes in {first.seconds:.1f}s "
-              f"= {first.chunks / first.seconds:.1f} chunks/s (incl. model load)")  # fmt: skip
+        print(f"index: {first.chunks} chunks of {first.notes} notes, {first.added} embedded in {first.seconds:.1f}s "
+              f"= {first.added / first.seconds:.1f} chunks/s (incl. model load)")  # fmt: skip
         note = vault / (args.edit or _a_session(bundle))
         note.write_text(note.read_text("utf-8") + "\nThe party rested at the inn.\n", "utf-8")
         convert(vault, bundle)

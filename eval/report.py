@@ -96,22 +96,69 @@ def _plot(methods: Mapping[str, Any], path: Path, title: str) -> None:
 
 
 def render_markdown(data: Mapping[str, Any], title: str) -> str:
-    """Markdown for people from `EvalReport.to_json()` output."""
-    sections = [f"# {title}", HOW_TO_READ, _setup(data), _recall_table(data), _hit_mrr_table(data)]
-    sections += [_question_table(data), _wins_section(data)]
+    """Markdown for people from `EvalReport.to_json()` output.
+
+    Methods named ``name:variant`` (e.g. one per neighbour ranker) get one row each in a table of their own,
+    so the tier x method tables stay readable; the JSON holds everything for every method.
+    """
+    core = _core(data)
+    sections = [f"# {title}", HOW_TO_READ, _setup(data), _recall_table(core), _variants_table(data)]
+    sections += [_hit_mrr_table(core), _question_table(core), _wins_section(core)]
     if "answers" in data:
         sections.append(_answers_table(data["answers"]))
-    return "\n\n".join(sections) + "\n"
+    return "\n\n".join(s for s in sections if s) + "\n"
+
+
+def _core(data: Mapping[str, Any]) -> dict[str, Any]:
+    """``data`` restricted to the methods without a ``:variant`` suffix."""
+    keep = [m for m in data["methods"] if ":" not in m]
+    matrix = {a: {b: n for b, n in row.items() if b in keep} for a, row in data["wins"]["matrix"].items() if a in keep}
+    return {
+        **data,
+        "methods": {m: data["methods"][m] for m in keep},
+        "wins": {**data["wins"], "matrix": matrix},
+    }
+
+
+def _variants_table(data: Mapping[str, Any]) -> str:
+    variants = {m: v for m, v in data["methods"].items() if ":" in m}
+    if not variants:
+        return ""
+    tiers = [t.value for t in Tier if t.value in next(iter(variants.values()))["tiers"]]
+    rows = [
+        [name, *(_num(v["tiers"][t]["recall"]) for t in tiers), _num(v["overall"]["recall"]),
+         f"{v['budget']['notes']:.1f}", f"{v['budget']['tokens']:,.0f}"]
+        for name, v in variants.items()
+    ]  # fmt: skip
+    header = ["Method:variant", *tiers, "overall", "notes", "tokens"]
+    return "## Variants (recall by tier, one row per method)\n\n" + _table(header, rows)
 
 
 def _setup(data: Mapping[str, Any]) -> str:
     golden = data["golden"]
     tiers = ", ".join(f"{tier} {n}" for tier, n in golden["tiers"].items())
     lines = ["## Setup", "", f"- Golden set: `{golden['path']}` ({golden['questions']} questions: {tiers})"]
+    tables = []
     for key, value in data["config"].items():
+        if isinstance(value, Mapping) and value and all(isinstance(v, Mapping) for v in value.values()):
+            tables.append(f"{key}:\n\n" + _mapping_table(value))
+            continue
         shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
         lines.append(f"- {key}: {shown}")
-    return "\n".join(lines)
+    return "\n\n".join(["\n".join(lines), *tables])
+
+
+def _mapping_table(value: Mapping[str, Mapping[str, Any]]) -> str:
+    """``{row: {column: cell}}`` as a table."""
+    columns = list(dict.fromkeys(c for row in value.values() for c in row))
+    rows = [[name, *(_cell(row.get(c)) for c in columns)] for name, row in value.items()]
+    return _table(["", *columns], rows)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "—"
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

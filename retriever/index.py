@@ -66,19 +66,30 @@ def index_bundle(
     progress: bool = True,
     device: str = "cpu",
 ) -> IndexResult:
-    """Chunk, embed and store every concept of the bundle; only new or changed chunks are embedded."""
+    """Chunk, embed and store every concept of the bundle; only new or changed chunks are embedded.
+
+    Notes whose text is unchanged since the last index (same ``note_hash`` on all their stored chunks) are not
+    even re-chunked, so re-indexing after one edit costs about one note's work.
+    """
     started = time.perf_counter()
     concepts = load_concepts(bundle_dir)
-    chunks = chunk_concepts(concepts)
     embedder = get_embedder(embedder_name, device=device)
     name = _reuse_collection(bundle_dir, embedder.name) or collection_name(bundle_id(bundle_dir), embedder.name)
     store = ChunkStore(open_client(bundle_dir, path=chroma_path, url=chroma_url), name)
-    stats = store.sync(chunks, embedder, progress=progress)
-    _write_info(bundle_dir, _info(embedder, name, chroma_path, chroma_url, len(concepts), len(chunks)))
+    note_hashes = {cid: note_hash(title, body) for cid, title, body in concepts}
+    stored = store.stored_metadata()
+    keep = store.unchanged_notes(note_hashes, stored)
+    chunks = chunk_concepts([c for c in concepts if c[0] not in keep])
+    stats = store.sync(chunks, embedder, progress=progress, keep_notes=keep, note_hashes=note_hashes, stored=stored)
+    total = len(chunks) + sum(1 for meta in stored.values() if meta.get("note_id") in keep)
+    _write_info(bundle_dir, _info(embedder, name, chroma_path, chroma_url, len(concepts), total))
     seconds = round(time.perf_counter() - started, 3)
-    return IndexResult(
-        name, len(concepts), len(chunks), stats.added, stats.removed, stats.unchanged, seconds, embedder.name
-    )
+    return IndexResult(name, len(concepts), total, stats.added, stats.removed, stats.unchanged, seconds, embedder.name)
+
+
+def note_hash(title: str, body: str) -> str:
+    """What a note's chunks are made from: its title and body."""
+    return hashlib.sha256(f"{title}\0{body}".encode()).hexdigest()
 
 
 def _reuse_collection(bundle_dir: Path | str, embedder_name: str) -> str | None:

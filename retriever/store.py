@@ -99,30 +99,67 @@ class ChunkStore:
 
     def stored_hashes(self) -> dict[str, str]:
         """chunk_id -> content_hash of everything stored, read a page at a time."""
-        hashes: dict[str, str] = {}
+        return {cid: meta.get("content_hash", "") for cid, meta in self.stored_metadata().items()}
+
+    def stored_metadata(self) -> dict[str, dict[str, Any]]:
+        """chunk_id -> metadata (note_id, content_hash, note_hash, ...) of everything stored."""
+        found: dict[str, dict[str, Any]] = {}
         for offset in range(0, self.count(), _PAGE):
             page = self.collection.get(include=["metadatas"], limit=_PAGE, offset=offset)
-            hashes.update(zip(page["ids"], (m.get("content_hash", "") for m in page["metadatas"]), strict=True))
-        return hashes
+            found.update(zip(page["ids"], page["metadatas"], strict=True))
+        return found
+
+    def unchanged_notes(self, note_hashes: dict[str, str], stored: dict[str, dict[str, Any]]) -> set[str]:
+        """Notes whose stored chunks were all made from the same note text (same ``note_hash``)."""
+        seen: dict[str, bool] = {}
+        for meta in stored.values():
+            note = meta.get("note_id", "")
+            seen[note] = seen.get(note, True) and meta.get("note_hash") == note_hashes.get(note)
+        return {note for note, same in seen.items() if same and note in note_hashes}
 
     def sync(
-        self, chunks: Sequence[Chunk], embedder: Embedder, *, batch_size: int = 64, progress: bool = True
+        self,
+        chunks: Sequence[Chunk],
+        embedder: Embedder,
+        *,
+        batch_size: int = 64,
+        progress: bool = True,
+        keep_notes: frozenset[str] | set[str] = frozenset(),
+        note_hashes: dict[str, str] | None = None,
+        stored: dict[str, dict[str, Any]] | None = None,
     ) -> SyncStats:
-        """Make the collection hold exactly `chunks`: drop stale ids, embed only new or changed chunks.
+        """Make the collection hold exactly `chunks` plus the stored chunks of `keep_notes` (notes known to be
+        unchanged, so not re-chunked): drop stale ids, embed only new or changed chunks.
 
         Ids are deterministic and writes are upserts, so an interrupted sync resumes without duplicates.
         """
-        stored = self.stored_hashes()
+        stored = self.stored_metadata() if stored is None else stored
+        hashes = {cid: meta.get("content_hash", "") for cid, meta in stored.items()}
+        kept = {cid for cid, meta in stored.items() if meta.get("note_id") in keep_notes}
         wanted = {chunk.chunk_id: chunk for chunk in chunks}
-        stale = [cid for cid, h in stored.items() if cid not in wanted or wanted[cid].content_hash != h]
-        todo = [chunk for cid, chunk in wanted.items() if stored.get(cid) != chunk.content_hash]
+        stale = [
+            cid for cid, h in hashes.items() if cid not in kept and (cid not in wanted or wanted[cid].content_hash != h)
+        ]
+        todo = [chunk for cid, chunk in wanted.items() if hashes.get(cid) != chunk.content_hash]
         for batch in _batches(stale, _PAGE):
             self.collection.delete(ids=batch)
         todo.sort(key=lambda chunk: len(chunk.text))  # similar lengths per batch: less padding to embed
-        self._embed_and_add(todo, embedder, batch_size, progress)
-        return SyncStats(added=len(todo), removed=len(stale), unchanged=len(wanted) - len(todo))
+        self._embed_and_add(todo, embedder, batch_size, progress, note_hashes or {})
+        self._refresh_note_hashes([c for c in wanted.values() if c not in todo], stored, note_hashes or {})
+        return SyncStats(added=len(todo), removed=len(stale), unchanged=len(wanted) - len(todo) + len(kept))
 
-    def _embed_and_add(self, chunks: list[Chunk], embedder: Embedder, batch_size: int, progress: bool) -> None:
+    def _refresh_note_hashes(
+        self, chunks: list[Chunk], stored: dict[str, dict[str, Any]], note_hashes: dict[str, str]
+    ) -> None:
+        """Unchanged chunks whose metadata lacks the current note hash (an older index) get it, without re-embedding."""
+        stale = [c for c in chunks if stored.get(c.chunk_id, {}).get("note_hash") != note_hashes.get(c.note_id, "")]
+        for batch in _batches(stale, _PAGE):
+            metas = [_metadata(c, note_hashes.get(c.note_id, "")) for c in batch]
+            self.collection.update(ids=[c.chunk_id for c in batch], metadatas=metas)
+
+    def _embed_and_add(
+        self, chunks: list[Chunk], embedder: Embedder, batch_size: int, progress: bool, note_hashes: dict[str, str]
+    ) -> None:
         from tqdm import tqdm
 
         with tqdm(total=len(chunks), unit="chunk", desc="embed", file=sys.stderr, disable=not progress) as bar:
@@ -132,7 +169,7 @@ class ChunkStore:
                     ids=[chunk.chunk_id for chunk in batch],
                     embeddings=vectors,
                     documents=[chunk.text for chunk in batch],
-                    metadatas=[_metadata(chunk) for chunk in batch],
+                    metadatas=[_metadata(chunk, note_hashes.get(chunk.note_id, "")) for chunk in batch],
                 )
                 bar.update(len(batch))
 
@@ -173,8 +210,9 @@ def _chunk_order(chunk: NoteChunk) -> int:
     return int(chunk.chunk_id.rsplit("#", 1)[1])
 
 
-def _metadata(chunk: Chunk) -> dict[str, Any]:
+def _metadata(chunk: Chunk, note_hash: str = "") -> dict[str, Any]:
     return {
+        "note_hash": note_hash,
         "note_id": chunk.note_id,
         "title": chunk.title,
         "heading_path": " > ".join(chunk.heading_path),

@@ -4,6 +4,7 @@ import duckdb
 import pytest
 
 from retriever.errors import RetrieverError
+from retriever import index as index_module
 from retriever.index import bundle_id, index_bundle, load_concepts, open_index, read_index_info
 
 CONCEPTS = [
@@ -79,3 +80,18 @@ def test_a_separate_chroma_path_is_recorded(tmp_path):
     assert read_index_info(bundle).chroma_path == str((tmp_path / "chroma").resolve())
     assert not (bundle / ".vault2okf" / "chroma").exists()
     assert open_index(bundle)[1].count() > 0
+
+
+@pytest.mark.slow
+def test_reindex_does_not_rechunk_unchanged_notes(tmp_path, monkeypatch):
+    bundle = write_bundle(tmp_path / "bundle")
+    index_bundle(bundle, embedder_name="minilm", progress=False)
+    chunked = []
+    real = index_module.chunk_concepts
+    monkeypatch.setattr(
+        index_module, "chunk_concepts", lambda concepts: chunked.extend(c[0] for c in concepts) or real(concepts)
+    )
+    edited = [c if c[0] != "Places/Phandalin" else (c[0], c[1], c[2] + " It rains a lot.") for c in CONCEPTS]
+    result = index_bundle(write_bundle(bundle, edited), embedder_name="minilm", progress=False)
+    assert chunked == ["Places/Phandalin"]
+    assert result.added >= 1 and result.chunks == result.added + result.unchanged

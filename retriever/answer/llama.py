@@ -138,7 +138,11 @@ class LlamaAnswerer:
         return text, finish, min(tokens, self.max_tokens)
 
     def _options(self) -> dict[str, Any]:
-        return {"max_tokens": self.max_tokens, "temperature": self.temperature, "stop": [END_OF_TURN, "\nQuestion:", "<note"]}
+        return {
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "stop": [END_OF_TURN, "\nQuestion:", "<note"],
+        }
 
 
 def _chunks(stream: Iterator[dict[str, Any]]) -> Iterator[tuple[str, str | None]]:

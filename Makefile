@@ -31,9 +31,9 @@ test: install
 lint: install
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
 
-bench: install
-	$(PY) bench/convert_bench.py
-	$(PY) bench/retrieval_bench.py
+bench: install  ## numbers go to reports/bench-*.txt; BUNDLE= an indexed thellade bundle skips the full index
+	$(PY) bench/convert_bench.py | tee reports/bench-convert-thellade.txt
+	$(PY) bench/retrieval_bench.py $(if $(BUNDLE),--bundle $(BUNDLE)) 2>/dev/null | tee reports/bench-retrieval-thellade.txt
 
 reports: install  ## regenerate reports/ from the shared vaults (see reports/README.md)
 	$(PY) scripts/make_reports.py

@@ -82,7 +82,7 @@ class EvalReport:
         md.write_text(render_markdown(data, self.title), encoding="utf-8", newline="\n")
         text = json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n"
         js.write_text(text, encoding="utf-8", newline="\n")
-        _plot(data["methods"], png, self.title)
+        _plot(_core(data)["methods"], png, self.title)  # variants are in the tables, not the chart
         return [md, js, png]
 
 

@@ -5,7 +5,8 @@
 Bundles and indexes go to out/reports-work/ (ignored by git); reports/ receives:
 - link-health-<vault>.md / .json for the three shared vaults;
 - eval-<vault>.md / .json / .png: every method and neighbour ranker on the golden sets (offline MiniLM);
-- with --answers, the children-of-ash report also scores answers from the Gemma 3 270M GGUF.
+- with --answers, the children-of-ash report also scores answers from the Gemma 3 270M GGUF;
+- ranker-selection.md: the default neighbour ranker chosen on one golden set and confirmed on the other.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ def main() -> None:
         extra = ["--answers"] if args.answers and vault == "children-of-ash" else []
         cli("eval", str(bundle), "--golden", f"golden/{golden}.jsonl", "--out", "reports",
             "--stem", f"eval-{vault}", "--rankers", "all", *extra)  # fmt: skip
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "choose_ranker.py")], check=True, cwd=ROOT)
 
 
 if __name__ == "__main__":

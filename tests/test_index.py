@@ -3,8 +3,8 @@ import json
 import duckdb
 import pytest
 
-from retriever.errors import RetrieverError
 from retriever import index as index_module
+from retriever.errors import RetrieverError
 from retriever.index import bundle_id, index_bundle, load_concepts, open_index, read_index_info
 
 CONCEPTS = [

@@ -141,7 +141,7 @@ class LlamaAnswerer:
         return {
             "max_tokens": self.max_tokens,
             "temperature": self.temperature,
-            "stop": [END_OF_TURN, "\nQuestion:", "<note"],
+            "stop": [END_OF_TURN, "\nQuestion:", "\nAnswer:", "<note"],
         }
 
 

@@ -41,7 +41,6 @@ def index_cmd(
         result = index_bundle(
             bundle, embedder_name=embedder, chroma_path=chroma_path, chroma_url=chroma_url, progress=progress
         )
-        _ = Retriever.open(bundle, chroma_url=chroma_url).contexts  # embed link sentences now, not at first query
     except RetrieverError as exc:
         raise typer.BadParameter(str(exc)) from None
     typer.echo(

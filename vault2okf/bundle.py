@@ -137,12 +137,13 @@ def _write_file(path: Path, content: str | bytes) -> None:
 
 
 def swap_into_place(stage: Path, out: Path) -> None:
-    """Replace ``out`` by ``stage`` keeping the retriever's state; ``out`` is never half-written."""
+    """Replace ``out`` by ``stage``, keeping the retriever's state (index, caches) from ``out/.vault2okf``."""
     old_state = out / STATE
-    for name in ("index.json", "chroma"):
-        if (old_state / name).exists():
-            (stage / STATE).mkdir(exist_ok=True)
-            os.replace(old_state / name, stage / STATE / name)
+    if old_state.is_dir():
+        (stage / STATE).mkdir(exist_ok=True)
+        for entry in old_state.iterdir():
+            if not (stage / STATE / entry.name).exists():
+                os.replace(entry, stage / STATE / entry.name)
     if not out.exists():
         os.replace(stage, out)
         return

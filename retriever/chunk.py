@@ -104,7 +104,10 @@ def _headings(text: str) -> dict[int, tuple[int, int, str]]:
 def _sections(text: str) -> list[_Section]:
     """One section per heading (plus the text before the first), skipping an empty intro."""
     lines, heads = text.splitlines(), _headings(text)
-    sections, stack, heading, buf, skip_to = [], [], "", [], 0
+    sections: list[_Section] = []
+    stack: list[tuple[int, str]] = []
+    buf: list[str] = []
+    heading, skip_to = "", 0
     for i, line in enumerate(lines):
         if i in heads:
             sections.append(_Section(_path(stack), heading, "\n".join(buf).strip()))

@@ -111,7 +111,7 @@ def ask_cmd(
         notice = getattr(answerer, "notice", None)
         if notice:
             typer.echo(f"note: {notice}", err=True)
-        stream = None if as_json else (lambda token: (sys.stdout.write(token), sys.stdout.flush()))
+        stream = None if as_json else _print_token
         budget = Budget(max_notes, max_tokens)
         result = ask(
             question, lambda q: retriever.search(q, mode, k, budget, ranker, seeds, adjacent_sessions=sessions),
@@ -125,6 +125,11 @@ def ask_cmd(
     typer.echo("")
     for hit in result.retrieval.hits:
         typer.echo(f"  [{hit.via}] {hit.title} ({hit.doc_path})", err=True)
+
+
+def _print_token(token: str) -> None:
+    sys.stdout.write(token)
+    sys.stdout.flush()
 
 
 def _answer_options(llm: str, region: str | None, profile: str | None, gpu_layers: int, tokens: int) -> dict:

@@ -7,6 +7,8 @@ pushes one token whose ``meta`` carries what was parsed. Code spans are handled 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from markdown_it import MarkdownIt
 from markdown_it.rules_inline import StateInline
 
@@ -65,7 +67,7 @@ def make_full_parser() -> MarkdownIt:
     return md
 
 
-def _tracked(rule):  # type: ignore[no-untyped-def]
+def _tracked(rule: Callable[[StateInline, bool], bool]) -> Callable[[StateInline, bool], bool]:
     """Wrap markdown-it's link/image rule so the token records where the link starts and ends in ``src``."""
 
     def tracked(state: StateInline, silent: bool) -> bool:

@@ -11,6 +11,7 @@
 #             3 the answer ran but nothing was offloaded to Vulkan.
 # Settings (env): V2O_VULKAN_VENV (default /tmp/v2o-vulkan-venv), V2O_SKIP_APT=1 to skip apt-get,
 #                 VAULT2OKF_GGUF to use another GGUF, PYTHON (default python3),
+#                 V2O_SKIP_BUILD=1 to reuse an already built $V2O_VULKAN_VENV,
 #                 V2O_PATCH_OLD_HEADERS=1 to build from the sdist with the validation-layer settings block
 #                 removed (needed with Vulkan headers older than 1.3.261, e.g. Debian bookworm's 1.3.239).
 # Known problem: on Debian bookworm the unpatched build fails ("'LayerSettingEXT' is not a member of 'vk'")
@@ -82,7 +83,14 @@ PY
 
 step "installing Vulkan packages"; install_packages
 step "vulkaninfo --summary"; vulkaninfo --summary || fail "no working Vulkan device/driver (vulkaninfo failed)"
-step "building llama-cpp-python with Vulkan into $VENV"; build_llama
+step "building llama-cpp-python with Vulkan into $VENV"
+if [ "${V2O_SKIP_BUILD:-0}" = 1 ]; then echo "skipped (V2O_SKIP_BUILD=1)"; else build_llama; fi
+# ggml-vulkan skips CPU-type devices (Mesa's lavapipe) unless they are named: name device 0 when it is the only one.
+if [ -z "${GGML_VK_VISIBLE_DEVICES:-}" ] && vulkaninfo --summary 2>/dev/null | grep -q "PHYSICAL_DEVICE_TYPE_CPU" \
+        && ! vulkaninfo --summary 2>/dev/null | grep -Eq "PHYSICAL_DEVICE_TYPE_(DISCRETE|INTEGRATED|VIRTUAL)_GPU"; then
+    export GGML_VK_VISIBLE_DEVICES=0
+    echo "only a CPU Vulkan device (lavapipe): GGML_VK_VISIBLE_DEVICES=0"
+fi
 step "answering one question with n_gpu_layers=-1"; answer_one || fail "the answer run failed (log: $LOG)"
 
 step "llama.cpp Vulkan log lines"

@@ -9,7 +9,7 @@ from urllib.parse import unquote
 
 import duckdb
 
-_LINK = re.compile(r"!?\[(?:[^\]\\]|\\.)*\]\(([^)\s]+)\)")
+_LINK = re.compile(r"!?\[(?:\\.|[^\[\]\\])*\]\(\s*(<[^>]*>|[^)\s]*)\s*(?:\"[^\"]*\")?\)")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 
@@ -19,7 +19,8 @@ def dangling_links(bundle: Path) -> list[str]:
     bad = []
     for doc in sorted(concepts.rglob("*.md")):
         for target in _LINK.findall(doc.read_text("utf-8")):
-            if _SCHEME.match(target) or target.startswith("#"):
+            target = target.strip("<>")
+            if _SCHEME.match(target) or target.startswith("#") or not target:
                 continue
             path = (doc.parent / unquote(target.split("#", 1)[0])).resolve()
             if not path.is_file() or not path.is_relative_to(concepts.resolve()):

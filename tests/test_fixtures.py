@@ -7,14 +7,13 @@
 from __future__ import annotations
 
 import difflib
-import hashlib
 import os
 import re
 import shutil
 from pathlib import Path
-from urllib.parse import unquote
 
 import pytest
+from bundle_checks import dangling_links, tree_hashes
 
 from vault2okf.convert import convert
 
@@ -76,27 +75,12 @@ def _diff(rel: str, expected: bytes, actual: bytes) -> str:
 
 @pytest.mark.parametrize("scenario", params(LINKS_XFAIL))
 def test_links_point_at_files(scenario: str, tmp_path: Path) -> None:
-    concepts = convert_fixture(scenario, tmp_path) / "concepts"
-    dangling = []
-    for doc in sorted(concepts.rglob("*.md")):
-        for target in _MD_LINK.findall(doc.read_text("utf-8")):
-            path = unquote(target.strip("<>").split("#")[0])
-            if path and not _SCHEME.match(target) and not (doc.parent / path).is_file():
-                dangling.append(f"{doc.relative_to(concepts)}: {target}")
-    assert dangling == []
+    assert dangling_links(convert_fixture(scenario, tmp_path)) == []
 
 
 @pytest.mark.parametrize("scenario", scenarios())
 def test_input_is_never_modified(scenario: str, tmp_path: Path) -> None:
     vault = FIXTURES / scenario / "input"
-    before = _hashes(vault)
+    before = tree_hashes(vault)
     convert(vault, tmp_path / "out")
-    assert _hashes(vault) == before
-
-
-def _hashes(root: Path) -> dict[str, str]:
-    return {
-        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in root.rglob("*")
-        if p.is_file()
-    }
+    assert tree_hashes(vault) == before

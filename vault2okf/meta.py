@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vault2okf.config import Config, folder_key
+from vault2okf.parse import LIST_LEAD
 from vault2okf.scan import CodeLines
 
 _INLINE_TAG = re.compile(r"(?<![\w#/&\[\]`(])#([A-Za-z_][\w/-]*)")
@@ -20,7 +21,6 @@ _WIKILINK = re.compile(r"!?\[\[([^\]|#]*)(?:#[^\]|]*)?(?:\|([^\]]*))?\]\]")
 _MD_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _MARKUP = re.compile(r"[*_~=`]+|<[^>]+>")
 _COMMENT = re.compile(r"%%.*?(?:%%|$)")
-_LEAD = re.compile(r"^[\s>]*(?:[-*+]|\d{1,9}[.)])?\s*(?:\[[ xX]\]\s*)?")
 _SENTENCE = re.compile(r"^(.+?[.!?])(?=\s|$)")
 _DATE_KEYS = ("date", "created", "updated", "modified", "timestamp", "sessiondate", "session_date")
 _SKIP_LINE = re.compile(  # headings, quotes/callouts, tables, images, code, HTML, rules, comments, plugin markup,
@@ -77,7 +77,7 @@ def description(body: str, code: CodeLines | None = None) -> str:
     for i, line in enumerate(code.lines):
         if not line.strip() or _SKIP_LINE.match(line) or i in code:
             continue
-        text = plain(_LEAD.sub("", line)).strip()
+        text = plain(LIST_LEAD.sub("", line)).strip()
         if len(text) >= 3 and any(c.isalpha() for c in text):
             m = _SENTENCE.match(text)
             return (m.group(1) if m else text)[:300]

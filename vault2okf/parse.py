@@ -22,7 +22,7 @@ _FM_CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*$", re.MULTILINE)
 _FM_WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]+)\]\]")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\[*_\"'])")
-_LEAD = re.compile(r"^[\s>]*(?:[-*+]|\d+[.)])?\s*(?:\[[ xX]\]\s*)?")
+LIST_LEAD = re.compile(r"^[\s>]*(?:[-*+]|\d{1,9}[.)])?\s*(?:\[[ xX]\]\s*)?")  # quote, list and task markers
 
 
 @dataclass(frozen=True)
@@ -167,9 +167,9 @@ def _context(line: str, col: int) -> str:
     start = 0
     for m in _SENTENCE_END.finditer(line):
         if m.start() >= col:
-            return _LEAD.sub("", line[start : m.start()]).strip()[:400]
+            return LIST_LEAD.sub("", line[start : m.start()]).strip()[:400]
         start = m.end()
-    return _LEAD.sub("", line[start:]).strip()[:400]
+    return LIST_LEAD.sub("", line[start:]).strip()[:400]
 
 
 def _nfc(text: str) -> str:

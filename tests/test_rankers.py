@@ -84,3 +84,12 @@ def test_rrf_sums_reciprocal_ranks(inp: HopInput) -> None:
 
 def test_order_breaks_ties_by_id() -> None:
     assert order({"b": 1.0, "a": 1.0, "c": 2.0}) == ["c", "a", "b"]
+
+
+def test_file_order_is_vault_path_order(inp: HopInput) -> None:
+    assert order(RANKERS["file"](inp, ["c", "a", "b"])) == ["a", "b", "c"]
+
+
+def test_every_registered_ranker_scores_every_candidate(inp: HopInput) -> None:
+    for name, ranker in RANKERS.items():
+        assert set(ranker(inp, ["a", "b", "c"])) == {"a", "b", "c"}, name

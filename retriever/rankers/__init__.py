@@ -1,0 +1,42 @@
+"""Neighbour rankers: which one-hop neighbours of the seed notes enter the context under the cap.
+
+Each ranker scores candidate notes (higher is better) from a ``HopInput``; ``order`` sorts them. One module
+each:
+- ``dense``: similarity of the question to the neighbour's best chunk (repeats the embedding's view);
+- ``dense-hub``: ``dense`` divided by log2(2 + degree), a penalty for hub notes;
+- ``context``: similarity of the question to the sentences that link the neighbour to a seed;
+- ``support``: how many seeds link it, weighted by how well those seeds matched;
+- ``lexical``: BM25 of the question over the neighbour's title, aliases and text;
+- ``lex-dense``: reciprocal rank fusion of lexical and dense;
+- ``lex-dense-hub`` (the default, see reports/ranker-selection.md): reciprocal rank fusion of lexical and
+  dense-hub;
+- ``rrf``: reciprocal rank fusion of context, support, lexical and dense;
+- ``rrf-lex``: reciprocal rank fusion of context, support and lexical (no dense);
+- ``file``: vault path order, the naive baseline.
+"""
+
+from retriever.rankers.base import HopInput, Ranker, Scores, order
+from retriever.rankers.baseline import file_order
+from retriever.rankers.context import context
+from retriever.rankers.dense import dense, dense_hub
+from retriever.rankers.fusion import RRF_K, fuse
+from retriever.rankers.lexical import lexical
+from retriever.rankers.support import support
+
+RANKERS: dict[str, Ranker] = {
+    "dense": dense,
+    "dense-hub": dense_hub,
+    "context": context,
+    "support": support,
+    "lexical": lexical,
+    "lex-dense": fuse(lexical, dense),
+    "lex-dense-hub": fuse(lexical, dense_hub),
+    "rrf": fuse(context, support, lexical, dense),
+    "rrf-lex": fuse(context, support, lexical),
+    "file": file_order,
+}
+
+__all__ = [
+    "RANKERS", "RRF_K", "HopInput", "Ranker", "Scores", "context", "dense", "dense_hub", "file_order", "fuse",
+    "lexical", "order", "support",
+]  # fmt: skip

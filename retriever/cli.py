@@ -66,9 +66,9 @@ def search_cmd(
     from retriever.ask import hit_json
 
     budget = Budget(max_notes, max_tokens)
-    retrieval = _retriever(bundle, chroma_url).search(
-        question, mode, k, budget, ranker, seeds, adjacent_sessions=sessions
-    )
+    retriever = _retriever(bundle, chroma_url)
+    retriever.prepare(ranker, seeds)
+    retrieval = retriever.search(question, mode, k, budget, ranker, seeds, adjacent_sessions=sessions)
     if as_json:
         payload = {"question": question, "mode": retrieval.mode, "k": k, "ranker": retrieval.ranker,
                    "notes": retrieval.notes, "tokens": retrieval.tokens, "timings_ms": retrieval.timings,
@@ -106,6 +106,7 @@ def ask_cmd(
     from retriever.ask import ask
 
     retriever = _retriever(bundle, chroma_url)
+    retriever.prepare(ranker, seeds)
     try:
         answerer = get_answerer(llm, model=model, **_answer_options(llm, region, profile, gpu_layers, answer_tokens))
         notice = getattr(answerer, "notice", None)

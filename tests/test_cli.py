@@ -108,3 +108,22 @@ def test_every_command_is_documented_in_the_readme() -> None:
     commands = [c.name for c in app.registered_commands]
     assert set(commands) == {"convert", "links", "index", "search", "ask", "eval"}
     assert [c for c in commands if f"vault2okf {c} " not in readme] == []
+
+
+def test_a_pinned_override_settles_an_ambiguous_name(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    for folder in ("People", "Villains"):
+        (vault / folder).mkdir(parents=True)
+        (vault / folder / "Bob.md").write_text(f"Bob of {folder}.\n", "utf-8")
+    (vault / "Start.md").write_text("We met [[Bob]].\n", "utf-8")
+    run("convert", vault, "-o", tmp_path / "a")
+    assert json.loads((tmp_path / "a" / "link-health.json").read_text("utf-8"))["ambiguous"][0]["target"] == "Bob"
+    (vault / "vault2okf.toml").write_text('[links.overrides]\nBob = "Villains/Bob.md"\n', "utf-8")
+    run("convert", vault, "-o", tmp_path / "b")
+    assert json.loads((tmp_path / "b" / "link-health.json").read_text("utf-8"))["ambiguous"] == []
+    assert "[Bob](Villains/Bob.md)" in (tmp_path / "b" / "concepts" / "Start.md").read_text("utf-8")
+    (vault / "vault2okf.toml").write_text('[links.overrides]\nBob = "Nobody.md"\n', "utf-8")
+    result = runner.invoke(app, ["convert", str(vault), "-o", str(tmp_path / "c")])
+    message = re.sub(r"[│\s]+", " ", result.output)  # the error box wraps lines
+    assert result.exit_code != 0 and "'Bob' = 'Nobody.md' names no file in the vault" in message
+    assert "Traceback" not in result.output and not (tmp_path / "c").exists()

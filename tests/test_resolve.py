@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from vault2okf.errors import Vault2OkfError
 from vault2okf.resolve import Resolver, Status
 
 NOTES = [
@@ -71,3 +72,13 @@ def test_ambiguous_lists_every_candidate_chosen_first(resolver: Resolver) -> Non
 
 def test_unambiguous_has_no_candidates(resolver: Resolver) -> None:
     assert resolver.resolve("Home", "x.md").candidates == ()
+
+
+def test_an_override_to_a_missing_file_is_a_clear_error() -> None:
+    with pytest.raises(Vault2OkfError, match=r"\[links.overrides\]: 'Alicia' = 'Nowhere/Alice.md' names no file"):
+        Resolver(NOTES, ATTACHMENTS, ALIASES, {"Alicia": "Nowhere/Alice.md"})
+
+
+def test_an_override_may_omit_md_and_lead_with_a_slash() -> None:
+    resolver = Resolver(NOTES, ATTACHMENTS, ALIASES, {"Alicia": "/Villains/Alice"})
+    assert resolver.resolve("alicia", "x.md").path == "Villains/Alice.md"

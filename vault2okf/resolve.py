@@ -26,6 +26,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
+from vault2okf.errors import Vault2OkfError
+
 _EXTENSION = re.compile(r"\.[A-Za-z0-9]{1,5}$")
 
 
@@ -102,7 +104,18 @@ class Resolver:
         for path, names in sorted((aliases or {}).items()):
             for name in names:
                 self.aliases[normalise(name).casefold()].append(path)
-        self.overrides = {normalise(k).casefold(): v for k, v in (overrides or {}).items()}
+        self.overrides = {normalise(k).casefold(): self._pinned(k, v) for k, v in (overrides or {}).items()}
+
+    def _pinned(self, name: str, target: str) -> str:
+        """The vault path an override pins ``name`` to; an error when it names no file of the vault."""
+        path = normalise(target, keep_md=True).lstrip("/")
+        for candidate in (path, f"{path}.md"):
+            if candidate in self.notes.exact.values() or candidate in self.attachments.exact.values():
+                return candidate
+        raise Vault2OkfError(
+            f"vault2okf.toml [links.overrides]: {name!r} = {target!r} names no file in the vault; "
+            "give a vault-relative path such as 'People/Bob.md'"
+        )
 
     def resolve(self, target: str, source: str) -> Resolution:
         key = normalise(target)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import posixpath
 from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import duckdb
@@ -51,16 +52,23 @@ class NoteGraph:
 
     def adjacent_sessions(self, note_id: str) -> list[str]:
         """The previous and next session note in the same folder, by session date then number."""
-        concept = self.concepts[note_id]
-        if concept.session_key is None:
+        concept = self.concepts.get(note_id)
+        if concept is None or concept.session_key is None:
             return []
-        folder = posixpath.dirname(concept.vault_path)
-        series = sorted(
-            (c for c in self.concepts.values() if c.session_key and posixpath.dirname(c.vault_path) == folder),
-            key=lambda c: (c.session_key, c.id),
-        )
-        i = next(n for n, c in enumerate(series) if c.id == note_id)
-        return [c.id for c in series[max(i - 1, 0) : i + 2] if c.id != note_id]
+        series = self._session_series[posixpath.dirname(concept.vault_path)]
+        i = series.index(note_id)
+        return [n for n in series[max(i - 1, 0) : i + 2] if n != note_id]
+
+    @cached_property
+    def _session_series(self) -> dict[str, list[str]]:
+        """Session note ids per folder, in session order; built once, not on every query."""
+        series: dict[str, list[Concept]] = defaultdict(list)
+        for c in self.concepts.values():
+            if c.session_key is not None:
+                series[posixpath.dirname(c.vault_path)].append(c)
+        return {
+            folder: [c.id for c in sorted(cs, key=lambda c: (c.session_key, c.id))] for folder, cs in series.items()
+        }
 
 
 def load_graph(bundle: Path) -> NoteGraph:

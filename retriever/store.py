@@ -97,12 +97,8 @@ class ChunkStore:
     def count(self) -> int:
         return self.collection.count()
 
-    def stored_hashes(self) -> dict[str, str]:
-        """chunk_id -> content_hash of everything stored, read a page at a time."""
-        return {cid: meta.get("content_hash", "") for cid, meta in self.stored_metadata().items()}
-
     def stored_metadata(self) -> dict[str, dict[str, Any]]:
-        """chunk_id -> metadata (note_id, content_hash, note_hash, ...) of everything stored."""
+        """chunk_id -> metadata (note_id, content_hash, note_hash, ...) of everything stored, a page at a time."""
         found: dict[str, dict[str, Any]] = {}
         for offset in range(0, self.count(), _PAGE):
             page = self.collection.get(include=["metadatas"], limit=_PAGE, offset=offset)

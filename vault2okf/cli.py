@@ -26,7 +26,7 @@ def convert_cmd(
         result = convert(vault, out, config_path=config)
     except Vault2OkfError as exc:
         raise typer.BadParameter(str(exc)) from None
-    t = result.report.totals()
+    t = result.report.to_json()["totals"]
     s = t["by_status"]
     typer.echo(
         f"{result.notes} notes, {result.links} links -> {result.out} in {result.seconds:.2f}s\n"

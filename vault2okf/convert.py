@@ -49,14 +49,15 @@ def convert(vault: Path, out: Path, *, config_path: Path | None = None) -> Conve
     mtimes = {f.path: f.abs_path.stat().st_mtime for f in walk.notes}
     metas = {n.path: note_meta(n.path, n.frontmatter, n.body, mtimes[n.path], config, n.code) for n in notes}
     clock.lap("parse")
-    records = resolve_links(notes, walk, metas, config)
+    aliases = {p: m.aliases for p, m in metas.items() if m.aliases}
+    records = resolve_links(notes, walk, aliases, config)
     report = LinkReport(
         vault=vault.name,
         notes=tuple(n.path for n in notes),
         records=tuple(records),
         problems=tuple((n.path, p) for n in notes for p in n.problems),
         skipped=walk.skipped,
-        aliases={p: m.aliases for p, m in metas.items() if m.aliases},
+        aliases=aliases,
     )
     clock.lap("resolve")
     stage = b.staging_dir(out)
@@ -84,11 +85,13 @@ class _Clock:
         return time.perf_counter() - self.start
 
 
-def resolve_links(notes: list[Note], walk: Walk, metas: dict[str, Meta], config: Config) -> list[LinkRecord]:
+def resolve_links(
+    notes: list[Note], walk: Walk, aliases: dict[str, tuple[str, ...]], config: Config
+) -> list[LinkRecord]:
     resolver = Resolver(
         notes=[n.path for n in notes],
         attachments=[f.path for f in walk.attachments],
-        aliases={p: m.aliases for p, m in metas.items() if m.aliases},
+        aliases=aliases,
         overrides=config.overrides,
     )
     return [LinkRecord(n.path, link, resolver.resolve(link.target, n.path)) for n in notes for link in n.links]
@@ -121,7 +124,7 @@ def _write(
     for folder, text in b.folder_indexes(docs, vault.name, attachment_folders).items():
         files[posixpath.join(b.CONCEPTS, folder, "index.md")] = text
     types = dict(Counter(d.type for d in docs).most_common())
-    files["SKILL.md"] = b.skill_text(name, vault.name, types, report.totals())
+    files["SKILL.md"] = b.skill_text(name, vault.name, types, report.to_json()["totals"])
     files["link-health.md"] = report.to_markdown()
     files["link-health.json"] = report.to_json_text()
     files[b.MARKER] = json.dumps({"tool": "vault2okf", "vault": vault.name, "okf_version": b.OKF_VERSION}) + "\n"
@@ -173,10 +176,10 @@ def _concept_row(note: Note, meta: Meta, doc: b.Doc, body: str) -> tuple[Any, ..
 
 
 def _link_row(r: LinkRecord, doc_of: dict[str, str]) -> tuple[Any, ...]:
-    note_target = r.resolution.status in _NOTE and r.resolution.path
+    target = r.resolution.path if r.resolution.status in _NOTE else None
     return (
         concept_id(doc_of[r.source]),
-        concept_id(doc_of[r.resolution.path]) if note_target and r.resolution.path else None,
+        concept_id(doc_of[target]) if target else None,
         r.link.raw,
         r.link.target,
         "embed" if r.link.embed else "link",

@@ -8,6 +8,7 @@ import posixpath
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from vault2okf.parse import Link, Problem
@@ -34,11 +35,10 @@ class LinkReport:
     aliases: dict[str, tuple[str, ...]]
 
     def to_json(self) -> dict[str, Any]:
-        if "_json" not in self.__dict__:
-            object.__setattr__(self, "_json", self._build_json())
-        return self.__dict__["_json"]  # type: ignore[no-any-return]
+        return self._json
 
-    def _build_json(self) -> dict[str, Any]:
+    @cached_property
+    def _json(self) -> dict[str, Any]:
         return {
             "vault": self.vault,
             "totals": self.totals(),
@@ -105,6 +105,7 @@ class LinkReport:
             for t, recs in _by_count(groups)
         ]
 
+    @cached_property
     def _degree(self) -> dict[str, set[str]]:
         neighbours: dict[str, set[str]] = defaultdict(set)
         for r in self.records:
@@ -115,12 +116,10 @@ class LinkReport:
         return neighbours
 
     def orphans(self) -> list[str]:
-        degree = self._degree()
-        return [n for n in self.notes if not degree.get(n)]
+        return [n for n in self.notes if not self._degree.get(n)]
 
     def hubs(self) -> list[dict[str, Any]]:
-        degree = self._degree()
-        ranked = sorted(degree.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:HUBS]
+        ranked = sorted(self._degree.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:HUBS]
         return [
             {"note": note, "degree": len(n), "share_of_vault": round(len(n) / max(len(self.notes), 1), 3)}
             for note, n in ranked

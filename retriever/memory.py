@@ -10,6 +10,7 @@ import hashlib
 import re
 from collections import defaultdict
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -83,30 +84,42 @@ def words(text: str) -> list[str]:
 
 
 class Lexical:
-    """BM25 (bm25s) over notes (title + aliases + chunk texts) and over chunks."""
+    """BM25 (bm25s) over notes (title + aliases + chunk texts) and over chunks, each built on first use."""
 
     def __init__(self, table: ChunkTable, graph: NoteGraph) -> None:
-        import bm25s
-
+        self.table = table
+        self.graph = graph
         self.note_ids = sorted(table.rows_of)
+
+    @cached_property
+    def notes(self) -> Any:
         note_docs = []
         for note in self.note_ids:
-            c = graph.concepts.get(note)
+            c = self.graph.concepts.get(note)
             head = f"{c.title} {' '.join(c.aliases)} " if c else ""
-            note_docs.append(words(head * 2 + " ".join(table.texts[r] for r in table.rows_of[note])))
-        self.notes = bm25s.BM25()
-        self.notes.index(note_docs, show_progress=False)
-        self.chunks = bm25s.BM25()
-        self.chunks.index([words(t) for t in table.texts], show_progress=False)
-        self.n_chunks = len(table.texts)
+            note_docs.append(words(head * 2 + " ".join(self.table.texts[r] for r in self.table.rows_of[note])))
+        return _bm25(note_docs)
+
+    @cached_property
+    def chunks(self) -> Any:
+        return _bm25([words(t) for t in self.table.texts])
 
     def note_scores(self, question: str) -> dict[str, float]:
-        scores = self.notes.get_scores(words(question)) if words(question) else np.zeros(len(self.note_ids))
+        q = words(question)
+        scores = self.notes.get_scores(q) if q else np.zeros(len(self.note_ids))
         return {n: float(scores[i]) for i, n in enumerate(self.note_ids)}
 
     def chunk_scores(self, question: str) -> np.ndarray:
         q = words(question)
-        return self.chunks.get_scores(q) if q else np.zeros(self.n_chunks, dtype=np.float32)
+        return self.chunks.get_scores(q) if q else np.zeros(len(self.table.texts), dtype=np.float32)
+
+
+def _bm25(docs: list[list[str]]) -> Any:
+    import bm25s
+
+    index = bm25s.BM25()
+    index.index(docs, show_progress=False)
+    return index
 
 
 class ContextVectors:

@@ -109,8 +109,10 @@ class Retriever:
 
     def prepare(self, ranker: str = DEFAULT_RANKER, seeds: Seeds | str = Seeds.DENSE) -> None:
         """Build the in-memory indexes a ranker / seed mode needs now, so query timings hold only the query."""
-        if ranker in _LEXICAL_RANKERS or Seeds(seeds) is Seeds.HYBRID:
-            _ = self.lexical
+        if ranker in _LEXICAL_RANKERS:
+            _ = self.lexical.notes
+        if Seeds(seeds) is Seeds.HYBRID:
+            _ = self.lexical.chunks
         if ranker in _CONTEXT_RANKERS:
             _ = self.contexts
 

@@ -35,5 +35,5 @@ bench: install  ## numbers go to reports/bench-*.txt; BUNDLE= an indexed thellad
 	$(PY) bench/convert_bench.py | tee reports/bench-convert-thellade.txt
 	$(PY) bench/retrieval_bench.py $(if $(BUNDLE),--bundle $(BUNDLE)) 2>/dev/null | tee reports/bench-retrieval-thellade.txt
 
-reports: install  ## regenerate reports/ from the shared vaults (see reports/README.md)
+reports: install  ## regenerate reports/ from the shared vaults (scripts/make_reports.py lists them)
 	$(PY) scripts/make_reports.py

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from retriever.embed import get_embedder
 from retriever.index import chunk_concepts, index_bundle, load_concepts
-from retriever.retrieve import Budget, Retriever
+from retriever.retrieve import Budget, Mode, Retriever, SearchSpec, Seeds
 from retriever.store import ChunkStore, open_client
 from vault2okf.convert import convert
 
@@ -76,24 +76,26 @@ def _a_session(bundle: Path) -> str:
 
 def _latency(bundle: Path, golden: Path) -> None:
     retriever = Retriever.open(bundle)
-    retriever.prepare(seeds="hybrid")  # build the default ranker's and hybrid seeds' indexes before timing
+    retriever.prepare(
+        SearchSpec(seeds=Seeds.HYBRID)
+    )  # build the default ranker's and hybrid seeds' indexes before timing
     questions = [json.loads(line)["question"] for line in golden.read_text("utf-8").splitlines() if line.strip()]
     embed_ms, rows = [], {}
     for q in questions:
         t = time.perf_counter()
         qvec = retriever.embed(q)
         embed_ms.append((time.perf_counter() - t) * 1000)
-        v15 = retriever.search(q, "vector", 15, qvec=qvec)
+        v15 = retriever.search(q, SearchSpec(Mode.VECTOR, 15), qvec=qvec)
         budget = Budget(v15.notes, v15.tokens)
-        modes = (
-            ("vector@10", "vector", 10, None, "dense"),
-            ("vector@15", "vector", 15, None, "dense"),
-            ("graph@5+hop", "graph", 5, budget, "dense"),
-            ("union@10+hop", "union", 10, budget, "dense"),
-            ("hybrid@15", "vector", 15, None, "hybrid"),
+        specs = (
+            ("vector@10", SearchSpec(Mode.VECTOR, 10)),
+            ("vector@15", SearchSpec(Mode.VECTOR, 15)),
+            ("graph@5+hop", SearchSpec(Mode.GRAPH, 5, budget=budget)),
+            ("union@10+hop", SearchSpec(Mode.UNION, 10, budget=budget)),
+            ("hybrid@15", SearchSpec(Mode.VECTOR, 15, Seeds.HYBRID)),
         )
-        for name, mode, k, b, seeds in modes:
-            r = retriever.search(q, mode, k, b, seeds=seeds, qvec=qvec)
+        for name, spec in specs:
+            r = retriever.search(q, spec, qvec=qvec)
             rows.setdefault(name, []).append(r.timings["retrieve_ms"])
     print(f"query embedding: p50 {statistics.median(embed_ms):.1f} ms over {len(questions)} questions")
     for name, values in rows.items():

@@ -6,7 +6,7 @@ The chart (matplotlib) is imported only when a report is saved.
 from eval.errors import EvalError
 from eval.golden import Question, Tier, load_golden
 from eval.metrics import (
-    Budget,
+    Spent,
     compare,
     hit_all,
     per_question,
@@ -21,7 +21,7 @@ from eval.scoring import AnswerScore, score_answer, summarise_answers
 
 __all__ = [
     "AnswerScore",
-    "Budget",
+    "Spent",
     "EvalError",
     "EvalReport",
     "Question",

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import typer
 
-from eval.errors import EvalError
-from retriever.errors import RetrieverError
+from retriever.answer.base import Backend
 
 
 def eval_cmd(
@@ -22,21 +21,18 @@ def eval_cmd(
     answer_method: str = typer.Option(
         "union@10+hop[v15]", "--answer-method", help="Which method's context to answer from."
     ),
-    llm: str = typer.Option("llama", "--llm", help="Answerer for --answers: llama or bedrock."),
+    llm: Backend = typer.Option(Backend.LLAMA, "--llm", help="Answerer for --answers: llama or bedrock."),
     model: str | None = typer.Option(None, "--model", help="GGUF path (llama) or model ID (bedrock)."),
     answer_tokens: int = typer.Option(160, "--answer-tokens", min=1, help="Most tokens per answer."),
 ) -> None:
     """Compare vector top-k, graph walk and union on a golden set, at matched budgets; write reports."""
     from eval.harness import evaluate
 
-    try:
-        paths, summary = evaluate(
-            bundle, golden, out, stem or f"eval-{golden.stem}", rankers=rankers, answers=answers,
-            answer_method=answer_method, llm=llm, model=model, answer_tokens=answer_tokens,
-            progress=lambda msg: typer.echo(msg, err=True),
-        )  # fmt: skip
-    except (EvalError, RetrieverError) as exc:
-        raise typer.BadParameter(str(exc)) from None
+    paths, summary = evaluate(
+        bundle, golden, out, stem or f"eval-{golden.stem}", rankers=rankers, answers=answers,
+        answer_method=answer_method, llm=llm, model=model, answer_tokens=answer_tokens,
+        progress=lambda msg: typer.echo(msg, err=True),
+    )  # fmt: skip
     typer.echo(summary)
     for path in paths:
         typer.echo(f"wrote {path}")

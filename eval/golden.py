@@ -55,7 +55,7 @@ def _parse_lines(path: Path, known: set[str] | None) -> tuple[list[Question], li
     questions: list[Question] = []
     problems: list[str] = []
     first_line: dict[str, int] = {}
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for lineno, line in enumerate(_read_text(path).splitlines(), start=1):
         if not line.strip():
             continue
         try:
@@ -66,6 +66,13 @@ def _parse_lines(path: Path, known: set[str] | None) -> tuple[list[Question], li
             continue
         questions.append(question)
     return questions, problems
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise EvalError(f"golden set {path} is not UTF-8 text ({e}): save it as UTF-8") from e
 
 
 def _check_unique(qid: str, lineno: int, first_line: dict[str, int]) -> None:

@@ -6,10 +6,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from eval.errors import EvalError
 from eval.golden import Question, load_golden
-from eval.report import EvalReport
-from eval.run import RunResult, config_of, default_methods, run_methods
+from eval.report import EvalReport, check_out_dir
+from eval.run import Method, RunResult, config_of, default_methods, run_methods
 from eval.scoring import AnswerScore, score_answer
+from retriever.graph import load_graph
 from retriever.rankers import RANKERS
 from retriever.retrieve import DEFAULT_RANKER, Retriever
 
@@ -35,11 +37,14 @@ def evaluate(
     answer_tokens: int = 160,
     progress: Callable[[str], None] | None = None,
 ) -> tuple[list[Path], str]:
-    retriever = Retriever.open(bundle)
-    known = {c.vault_path for c in retriever.graph.concepts.values()}
-    questions = load_golden(golden, known_paths=known)
-    names = list(RANKERS) if rankers == "all" else [r for r in rankers.split(",") if r]
+    check_out_dir(out)  # every input is checked before the embedder loads
+    names = list(RANKERS) if rankers == "all" else [r.strip() for r in rankers.split(",") if r.strip()]
     methods = default_methods(DEFAULT_RANKER, names)
+    if answers:
+        _check_answers(methods, answer_method, llm, model)
+    graph = load_graph(bundle)
+    questions = load_golden(golden, known_paths={c.vault_path for c in graph.concepts.values()})
+    retriever = Retriever.open(bundle, graph=graph)
     result = run_methods(retriever, questions, methods, progress)
     scores = (
         _answers(retriever, questions, result, answer_method, llm, model, answer_tokens, progress) if answers else None
@@ -53,6 +58,15 @@ def evaluate(
                         title=f"Retrieval evaluation: {golden.stem}")  # fmt: skip
     paths = report.save(out, stem)
     return paths, _summary(report.to_json())
+
+
+def _check_answers(methods: Sequence[Method], answer_method: str, llm: str, model: str | None) -> None:
+    from retriever.answer.base import check_answerer
+
+    if answer_method not in {m.name for m in methods}:
+        names = ", ".join(m.name for m in methods)
+        raise EvalError(f"unknown --answer-method {answer_method!r}; choose one of {names}")
+    check_answerer(llm, model=model)
 
 
 def _answers(

@@ -17,7 +17,7 @@ from eval.golden import Question, Tier
 
 
 @dataclass(frozen=True)
-class Budget:
+class Spent:
     """Context spent on one question (or the mean over many): notes and tokens handed to the generator."""
 
     notes: float
@@ -25,7 +25,7 @@ class Budget:
 
 
 Run = Mapping[str, Mapping[str, Sequence[str]]]
-Budgets = Mapping[str, Mapping[str, Budget | Mapping[str, float]]]
+Budgets = Mapping[str, Mapping[str, Spent | Mapping[str, float]]]  # what each method spent per question
 
 
 def recall(found: Sequence[str], gold: Iterable[str]) -> float | None:
@@ -97,20 +97,20 @@ def found_for(run: Run, method: str, qid: str) -> Sequence[str]:
     return run[method][qid]
 
 
-def mean_budget(questions: Sequence[Question], method: str, budgets: Budgets) -> Budget:
+def mean_budget(questions: Sequence[Question], method: str, budgets: Budgets) -> Spent:
     """Mean notes and tokens a method spent over all questions, unanswerable ones included."""
     spent = [_budget(budgets, method, q.id) for q in questions]
-    return Budget(notes=mean(b.notes for b in spent) or 0.0, tokens=mean(b.tokens for b in spent) or 0.0)
+    return Spent(notes=mean(b.notes for b in spent) or 0.0, tokens=mean(b.tokens for b in spent) or 0.0)
 
 
-def _budget(budgets: Budgets, method: str, qid: str) -> Budget:
+def _budget(budgets: Budgets, method: str, qid: str) -> Spent:
     value = budgets.get(method, {}).get(qid)
     if value is None:
         raise EvalError(f"budgets have no entry for method {method!r}, question {qid!r}")
-    if isinstance(value, Budget):
+    if isinstance(value, Spent):
         return value
     try:
-        return Budget(notes=value["notes"], tokens=value["tokens"])
+        return Spent(notes=value["notes"], tokens=value["tokens"])
     except KeyError as e:
         missing = e.args[0]
         raise EvalError(f"budget for {method!r}, {qid!r} lacks {missing!r} (need notes and tokens)") from None

@@ -75,7 +75,7 @@ class EvalReport:
 
     def save(self, out_dir: str | Path, stem: str) -> list[Path]:
         """Write `<stem>.md`, `<stem>.json` and `<stem>.png` under out_dir; same input, same bytes."""
-        out = Path(out_dir)
+        out = check_out_dir(Path(out_dir))
         out.mkdir(parents=True, exist_ok=True)
         data = self.to_json()
         md, js, png = (out / f"{stem}{ext}" for ext in (".md", ".json", ".png"))
@@ -84,6 +84,13 @@ class EvalReport:
         js.write_text(text, encoding="utf-8", newline="\n")
         _plot(_core(data)["methods"], png, self.title)  # variants are in the tables, not the chart
         return [md, js, png]
+
+
+def check_out_dir(out: Path) -> Path:
+    """``out`` when reports can be written there: a folder, or a path where one can be made."""
+    if out.exists() and not out.is_dir():
+        raise EvalError(f"{out} is a file, not a folder: give --out a folder for the reports")
+    return out
 
 
 def _plot(methods: Mapping[str, Any], path: Path, title: str) -> None:

@@ -15,22 +15,18 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from eval.golden import Question
-from retriever.retrieve import DEFAULT_RANKER, Budget, Retrieval, Retriever
+from retriever.retrieve import DEFAULT_RANKER, Budget, Mode, Retrieval, Retriever, SearchSpec, Seeds
 
 
 @dataclass(frozen=True)
 class Method:
     name: str
-    mode: str
-    k: int
+    spec: SearchSpec  # its budget is replaced, question by question, when ``matched_to`` is set
     matched_to: str | None = None  # cap the hop at what this method spent on the same question
-    ranker: str = DEFAULT_RANKER
-    seeds: str = "dense"
-    adjacent_sessions: bool = True
 
 
 @dataclass
@@ -45,26 +41,31 @@ class RunResult:
 
 
 def default_methods(ranker: str = DEFAULT_RANKER, rankers: Sequence[str] = (), hybrid: bool = True) -> list[Method]:
+    def union(
+        name: str, k: int, matched: str, seeds: Seeds = Seeds.DENSE, sessions: bool = True, by: str = ranker
+    ) -> Method:
+        return Method(name, SearchSpec(Mode.UNION, k, seeds, by, sessions), matched)
+
     methods = [
-        Method("vector@5", "vector", 5),
-        Method("vector@10", "vector", 10),
-        Method("vector@15", "vector", 15),
-        Method("graph@5+hop[v10]", "graph", 5, "vector@10", ranker),
-        Method("graph@5+hop[v15]", "graph", 5, "vector@15", ranker),
-        Method("union@5+hop[v10]", "union", 5, "vector@10", ranker),
-        Method("union@10+hop[v15]", "union", 10, "vector@15", ranker),
+        Method("vector@5", SearchSpec(Mode.VECTOR, 5)),
+        Method("vector@10", SearchSpec(Mode.VECTOR, 10)),
+        Method("vector@15", SearchSpec(Mode.VECTOR, 15)),
+        Method("graph@5+hop[v10]", SearchSpec(Mode.GRAPH, 5, ranker=ranker), "vector@10"),
+        Method("graph@5+hop[v15]", SearchSpec(Mode.GRAPH, 5, ranker=ranker), "vector@15"),
+        union("union@5+hop[v10]", 5, "vector@10"),
+        union("union@10+hop[v15]", 10, "vector@15"),
+        union("union@10+hop[v15]-sessions", 10, "vector@15", sessions=False),
     ]
-    methods.append(Method("union@10+hop[v15]-sessions", "union", 10, "vector@15", ranker, adjacent_sessions=False))
     if hybrid:
         methods += [
-            Method("hybrid@10", "vector", 10, seeds="hybrid"),
-            Method("hybrid@15", "vector", 15, seeds="hybrid"),
-            Method("union-hybrid@10+hop[v15]", "union", 10, "vector@15", ranker, "hybrid"),
+            Method("hybrid@10", SearchSpec(Mode.VECTOR, 10, Seeds.HYBRID)),
+            Method("hybrid@15", SearchSpec(Mode.VECTOR, 15, Seeds.HYBRID)),
+            union("union-hybrid@10+hop[v15]", 10, "vector@15", seeds=Seeds.HYBRID),
         ]
     for name in rankers:
         methods += [
-            Method(f"union@5+hop[v10]:{name}", "union", 5, "vector@10", name),
-            Method(f"union@10+hop[v15]:{name}", "union", 10, "vector@15", name),
+            union(f"union@5+hop[v10]:{name}", 5, "vector@10", by=name),
+            union(f"union@10+hop[v15]:{name}", 10, "vector@15", by=name),
         ]
     return methods
 
@@ -78,7 +79,7 @@ def run_methods(
     """Every method on every question; methods that others are matched to must come first."""
     result = RunResult()
     for m in methods:
-        retriever.prepare(m.ranker, m.seeds)  # index building is not query latency
+        retriever.prepare(m.spec)  # index building is not query latency
     for m in methods:
         result.run[m.name], result.budgets[m.name], result.latency_ms[m.name], result.retrievals[m.name] = (
             {},
@@ -89,8 +90,7 @@ def run_methods(
     for n, q in enumerate(questions, start=1):
         qvec = retriever.embed(q.question)
         for m in methods:
-            budget = _budget(result, m, q.id)
-            r = retriever.search(q.question, m.mode, m.k, budget, m.ranker, m.seeds, qvec, m.adjacent_sessions)
+            r = retriever.search(q.question, _spec(result, m, q.id), qvec=qvec)
             result.run[m.name][q.id] = [h.vault_path for h in r.hits]
             result.budgets[m.name][q.id] = {"notes": r.notes, "tokens": r.tokens}
             result.latency_ms[m.name].append(r.timings["retrieve_ms"])
@@ -100,11 +100,11 @@ def run_methods(
     return result
 
 
-def _budget(result: RunResult, method: Method, qid: str) -> Budget | None:
+def _spec(result: RunResult, method: Method, qid: str) -> SearchSpec:
     if method.matched_to is None:
-        return None
+        return method.spec
     spent = result.budgets[method.matched_to][qid]
-    return Budget(notes=int(spent["notes"]), tokens=int(spent["tokens"]))
+    return replace(method.spec, budget=Budget(notes=int(spent["notes"]), tokens=int(spent["tokens"])))
 
 
 def _percentiles(values: list[float]) -> dict[str, float]:
@@ -117,9 +117,10 @@ def _percentiles(values: list[float]) -> dict[str, float]:
 
 def config_of(methods: Sequence[Method], extra: dict[str, Any]) -> dict[str, Any]:
     described = {
-        m.name: {"mode": m.mode, "k": m.k, "budget": f"matched to {m.matched_to}" if m.matched_to else "none",
-                 "ranker": m.ranker if m.mode != "vector" else None, "seeds": m.seeds,
-                 "adjacent_sessions": m.adjacent_sessions}
+        m.name: {"mode": m.spec.mode.value, "k": m.spec.k,
+                 "budget": f"matched to {m.matched_to}" if m.matched_to else "none",
+                 "ranker": m.spec.ranker if m.spec.mode is not Mode.VECTOR else None, "seeds": m.spec.seeds.value,
+                 "adjacent_sessions": m.spec.sessions}
         for m in methods
     }  # fmt: skip
     return {**extra, "methods": described}

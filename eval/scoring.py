@@ -2,8 +2,8 @@
 
 Entities match case- and accent-insensitively on word boundaries. Precision counts the known entities an
 answer names (a vocabulary such as every note title and alias), leaving out the ones the question itself
-names, so restating the subject is not a false positive. An honest "not found" is counted apart from a
-confident wrong answer.
+names, so restating the subject is not a false positive. An honest "not found" (the one rule that ``ask --json``
+uses too, ``retriever.answer.refusal``) is counted apart from a confident wrong answer.
 """
 
 from __future__ import annotations
@@ -17,19 +17,9 @@ from typing import Any
 
 from eval.golden import Question
 from eval.metrics import by_tier, mean
+from retriever.answer.refusal import is_not_found
 
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
-
-_SOURCE = r"(?:the|my|your|any|these|this) (?:vault|notes?|context|sources?|documents?)"
-_NOT_FOUND = re.compile(
-    r"^not found\b"
-    rf"|\bnot (?:be )?(?:found|mentioned|covered|recorded|stated) in {_SOURCE}"
-    r"|\b(?:i|we) (?:could ?not|couldn't|can ?not|can't|was unable to|am unable to|did not|didn't)"
-    r" (?:find|locate)\b"
-    r"|\b(?:vault|notes?|context) (?:does not|doesn't|do not|don't) (?:say|mention|contain|cover|record)\b"
-    r"|\bno (?:information|mention|notes?) (?:about|of|on|for|regarding)\b"
-    r"|\bi (?:do not|don't) know\b"
-)
 
 
 @dataclass(frozen=True)
@@ -75,16 +65,11 @@ def mentioned_entities(text: str, vocabulary: Iterable[str]) -> set[str]:
     return found
 
 
-def says_not_found(text: str) -> bool:
-    """The answer declines: 'not found in the vault', 'I couldn't find …', 'the notes don't mention …'."""
-    return _NOT_FOUND.search(normalise(text)) is not None
-
-
 def score_answer(answer_text: str, question: Question, *, known_entities: set[str]) -> AnswerScore:
     """Score one answer against the question's answer_entities (see the module docstring)."""
     gold = question.answer_entities
     entity_recall = mean(float(mentions(answer_text, e)) for e in gold) if gold else None
-    not_found = says_not_found(answer_text)
+    not_found = is_not_found(answer_text)
     return AnswerScore(
         entity_recall=entity_recall,
         precision=_precision(answer_text, question, known_entities),

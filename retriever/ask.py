@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from retriever.answer.base import Answer, Answerer, ContextNote
-from retriever.answer.prompt import is_not_found
+from retriever.answer.refusal import is_not_found
 from retriever.retrieve import Hit, Retrieval
 
 

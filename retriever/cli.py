@@ -1,28 +1,58 @@
-"""Thin ``index``, ``search`` and ``ask`` commands; ``vault2okf/cli.py`` mounts them on the console command."""
+"""Thin ``index``, ``search`` and ``ask`` commands; ``vault2okf/cli.py`` mounts them on the console command.
+
+Each command checks its arguments, calls one library function and prints the result. Library errors
+(``RetrieverError``) are turned into ``Error: <message>`` by the composition root; usage errors (a bad option
+value) are raised here as ``typer.BadParameter``, before any model loads.
+"""
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import typer
 
-from retriever.errors import RetrieverError
-from retriever.rankers import RANKERS
-from retriever.retrieve import DEFAULT_RANKER, Budget, Mode, Retriever, Seeds
+from retriever.answer.base import Backend
+from retriever.rankers import RankerName
+from retriever.retrieve import DEFAULT_RANKER, Budget, Mode, Retriever, SearchSpec, Seeds
 
 BUNDLE = typer.Argument(..., help="A bundle written by `vault2okf convert`.")
-MODE = typer.Option(Mode.UNION, "--mode", help="vector | graph (k=5 seeds + hop) | union (vector at k + hop).")
-K = typer.Option(10, "--k", min=1, help="Chunks from vector search (graph mode always seeds from 5).")
-MAX_NOTES = typer.Option(15, "--max-notes", min=1, help="Context budget: most notes (caps the hop).")
-MAX_TOKENS = typer.Option(6000, "--max-tokens", min=1, help="Context budget: most tokens (caps the hop).")
-RANKER = typer.Option(DEFAULT_RANKER, "--ranker", help=f"How the hop ranks neighbours: {', '.join(RANKERS)}.")
-SEEDS = typer.Option(Seeds.DENSE, "--seeds", help="Vector stage: dense, or hybrid (dense + BM25, fused).")
-SESSIONS = typer.Option(
-    True, "--sessions/--no-sessions", help="Offer the previous/next session of a retrieved session to the hop."
-)
+QUESTION = typer.Argument(..., help="The question.")
 CHROMA_URL = typer.Option(None, "--chroma-url", help="A Chroma server (http://host:port) instead of the bundle's.")
+SEARCH_OPTIONS = (  # name, type, option: one definition for every command that searches
+    ("mode", Mode, typer.Option(Mode.UNION, "--mode", help="vector | graph (k=5 seeds + hop) | union (vector + hop).")),
+    ("k", int, typer.Option(10, "--k", min=1, help="Chunks from vector search (graph mode always seeds from 5).")),
+    ("max_notes", int, typer.Option(15, "--max-notes", min=1, help="Context budget: most notes (caps the hop).")),
+    ("max_tokens", int, typer.Option(6000, "--max-tokens", min=1, help="Context budget: most tokens (caps the hop).")),
+    ("ranker", RankerName, typer.Option(DEFAULT_RANKER, "--ranker", help="How the hop ranks neighbours.")),
+    ("seeds", Seeds, typer.Option(Seeds.DENSE, "--seeds", help="Vector stage: dense, or hybrid (dense + BM25).")),
+    ("sessions", bool, typer.Option(
+        True, "--sessions/--no-sessions", help="Offer the previous/next session of a retrieved session to the hop.")),
+)  # fmt: skip
+
+
+def search_options(command: Callable[..., None]) -> Callable[..., None]:
+    """Give ``command`` the search options; they reach it as one ``spec: SearchSpec`` keyword argument."""
+    own = [p for p in inspect.signature(command, eval_str=True).parameters.values() if p.name != "spec"]
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    added = [inspect.Parameter(name, keyword, default=opt, annotation=t) for name, t, opt in SEARCH_OPTIONS]
+    arguments = [p for p in own if isinstance(p.default, typer.models.ArgumentInfo)]
+    params = [*arguments, *added, *(p for p in own if p not in arguments)]
+
+    @functools.wraps(command)
+    def with_spec(**values: Any) -> None:
+        options = {name: values.pop(name) for name, _, _ in SEARCH_OPTIONS}
+        budget = Budget(options.pop("max_notes"), options.pop("max_tokens"))
+        command(**values, spec=SearchSpec(**options, budget=budget))
+
+    with_spec.__signature__ = inspect.Signature([p.replace(kind=keyword) for p in params])  # type: ignore[attr-defined]
+    with_spec.__annotations__ = {p.name: p.annotation for p in params}
+    return with_spec
 
 
 def index_cmd(
@@ -37,40 +67,33 @@ def index_cmd(
     """Chunk and embed BUNDLE into Chroma; only new or changed chunks are embedded."""
     from retriever.index import index_bundle
 
-    try:
-        result = index_bundle(
-            bundle, embedder_name=embedder, chroma_path=chroma_path, chroma_url=chroma_url, progress=progress
-        )
-    except RetrieverError as exc:
-        raise typer.BadParameter(str(exc)) from None
+    result = index_bundle(
+        bundle, embedder_name=embedder, chroma_path=chroma_path, chroma_url=chroma_url, progress=progress
+    )
     typer.echo(
         f"{result.notes} notes, {result.chunks} chunks in {result.collection} ({result.embedder}): "
         f"{result.added} embedded, {result.removed} removed, {result.unchanged} unchanged, {result.seconds:.1f}s"
     )
 
 
+@search_options
 def search_cmd(
     bundle: Path = BUNDLE,
-    question: str = typer.Argument(..., help="The question."),
-    mode: Mode = MODE,
-    k: int = K,
-    max_notes: int = MAX_NOTES,
-    max_tokens: int = MAX_TOKENS,
-    ranker: str = RANKER,
-    seeds: Seeds = SEEDS,
-    sessions: bool = SESSIONS,
+    question: str = QUESTION,
     chroma_url: str | None = CHROMA_URL,
     as_json: bool = typer.Option(False, "--json", help="Print hits as JSON."),
+    *,
+    spec: SearchSpec,
 ) -> None:
     """Retrieve the notes for QUESTION: each with score, via (vector | hop) and tokens."""
     from retriever.ask import hit_json
 
-    budget = Budget(max_notes, max_tokens)
-    retriever = _retriever(bundle, chroma_url)
-    retriever.prepare(ranker, seeds)
-    retrieval = retriever.search(question, mode, k, budget, ranker, seeds, adjacent_sessions=sessions)
+    _check_question(question)
+    retriever = Retriever.open(bundle, chroma_url=chroma_url)
+    retriever.prepare(spec)
+    retrieval = retriever.search(question, spec)
     if as_json:
-        payload = {"question": question, "mode": retrieval.mode, "k": k, "ranker": retrieval.ranker,
+        payload = {"question": question, "mode": retrieval.mode, "k": spec.k, "ranker": retrieval.ranker,
                    "notes": retrieval.notes, "tokens": retrieval.tokens, "timings_ms": retrieval.timings,
                    "hits": [hit_json(h) for h in retrieval.hits]}  # fmt: skip
         typer.echo(json.dumps(payload, indent=2, ensure_ascii=False))
@@ -80,46 +103,39 @@ def search_cmd(
     typer.echo(f"{retrieval.notes} notes, {retrieval.tokens} tokens, {retrieval.timings.get('retrieve_ms', 0):.1f} ms")
 
 
+@search_options
 def ask_cmd(
     bundle: Path = BUNDLE,
-    question: str = typer.Argument(..., help="The question."),
-    mode: Mode = MODE,
-    k: int = K,
-    max_notes: int = MAX_NOTES,
-    max_tokens: int = MAX_TOKENS,
-    ranker: str = RANKER,
-    seeds: Seeds = SEEDS,
-    sessions: bool = SESSIONS,
-    llm: str = typer.Option("llama", "--llm", help="llama (local Gemma GGUF) or bedrock (AWS Converse)."),
+    question: str = QUESTION,
+    llm: Backend = typer.Option(Backend.LLAMA, "--llm", help="llama (local Gemma GGUF) or bedrock (AWS Converse)."),
     model: str | None = typer.Option(None, "--model", help="GGUF path for llama; model ID for bedrock."),
     region: str | None = typer.Option(None, "--region", help="AWS region for bedrock (else AWS_REGION)."),
     profile: str | None = typer.Option(None, "--profile", help="AWS profile for bedrock (else AWS_PROFILE)."),
     gpu_layers: int = typer.Option(
         0, "--gpu-layers", help="Layers to offload (llama.cpp built with Vulkan; -1 = all)."
     ),
+    n_ctx: int = typer.Option(8192, "--n-ctx", min=256, help="llama.cpp context window in tokens."),
     answer_tokens: int = typer.Option(512, "--answer-tokens", min=1, help="Most tokens in the answer."),
     chroma_url: str | None = CHROMA_URL,
     as_json: bool = typer.Option(False, "--json", help="Answer, citations, retrieved notes, timings as JSON."),
+    *,
+    spec: SearchSpec,
 ) -> None:
     """Answer QUESTION from the notes, citing them; says 'not found in the vault' when they do not hold it."""
-    from retriever.answer.base import get_answerer
+    from retriever.answer.base import check_answerer, get_answerer
     from retriever.ask import ask
 
-    retriever = _retriever(bundle, chroma_url)
-    retriever.prepare(ranker, seeds)
-    try:
-        answerer = get_answerer(llm, model=model, **_answer_options(llm, region, profile, gpu_layers, answer_tokens))
-        notice = getattr(answerer, "notice", None)
-        if notice:
-            typer.echo(f"note: {notice}", err=True)
-        stream = None if as_json else _print_token
-        budget = Budget(max_notes, max_tokens)
-        result = ask(
-            question, lambda q: retriever.search(q, mode, k, budget, ranker, seeds, adjacent_sessions=sessions),
-            answerer, on_token=stream,
-        )  # fmt: skip
-    except RetrieverError as exc:
-        raise typer.BadParameter(str(exc)) from None
+    _check_question(question)
+    options = _answer_options(llm, region, profile, gpu_layers, n_ctx, answer_tokens)
+    check_answerer(llm, model=model)  # a missing GGUF or model ID fails here, before any model loads
+    retriever = Retriever.open(bundle, chroma_url=chroma_url)
+    retriever.prepare(spec)
+    answerer = get_answerer(llm, model=model, **options)
+    notice = getattr(answerer, "notice", None)
+    if notice:
+        typer.echo(f"note: {notice}", err=True)
+    stream = None if as_json else _print_token
+    result = ask(question, lambda q: retriever.search(q, spec), answerer, on_token=stream)
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
         return
@@ -128,19 +144,19 @@ def ask_cmd(
         typer.echo(f"  [{hit.via}] {hit.title} ({hit.doc_path})", err=True)
 
 
+def _check_question(question: str) -> None:
+    if not question.strip():
+        raise typer.BadParameter("the question is empty: ask something", param_hint="'QUESTION'")
+
+
 def _print_token(token: str) -> None:
     sys.stdout.write(token)
     sys.stdout.flush()
 
 
-def _answer_options(llm: str, region: str | None, profile: str | None, gpu_layers: int, tokens: int) -> dict:
+def _answer_options(
+    llm: str, region: str | None, profile: str | None, gpu_layers: int, n_ctx: int, tokens: int
+) -> dict[str, Any]:
     if llm == "bedrock":
         return {"region": region, "profile": profile, "max_tokens": tokens}
-    return {"n_gpu_layers": gpu_layers, "max_tokens": tokens}
-
-
-def _retriever(bundle: Path, chroma_url: str | None) -> Retriever:
-    try:
-        return Retriever.open(bundle, chroma_url=chroma_url)
-    except RetrieverError as exc:
-        raise typer.BadParameter(str(exc)) from None
+    return {"n_gpu_layers": gpu_layers, "n_ctx": n_ctx, "max_tokens": tokens}

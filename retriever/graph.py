@@ -8,9 +8,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-import duckdb
-
-from retriever.errors import RetrieverError
+from retriever.okf import graph_rows
 
 
 @dataclass(frozen=True)
@@ -72,21 +70,7 @@ class NoteGraph:
 
 
 def load_graph(bundle: Path) -> NoteGraph:
-    path = bundle / "okf.duckdb"
-    if not path.is_file():
-        raise RetrieverError(f"no okf.duckdb in {bundle}: run `vault2okf convert VAULT -o {bundle}` first")
-    con = duckdb.connect(str(path), read_only=True)
-    try:
-        rows = con.execute(
-            "SELECT id, title, vault_path, doc_path, type, aliases, session_number, session_date FROM concepts"
-        ).fetchall()
-        edges = con.execute(
-            "SELECT l.source_id, l.target_id, l.context, s.title, t.title FROM links l "
-            "JOIN concepts s ON s.id = l.source_id JOIN concepts t ON t.id = l.target_id "
-            "WHERE l.target_id IS NOT NULL AND l.target_id <> l.source_id ORDER BY ALL"
-        ).fetchall()
-    finally:
-        con.close()
+    rows, edges = graph_rows(bundle)
     concepts = {r[0]: Concept(r[0], r[1], r[2], r[3], r[4], tuple(r[5]), r[6], r[7]) for r in rows}
     neighbours: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
     for source, target, context, source_title, target_title in edges:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -21,7 +22,7 @@ from retriever.embed import Embedder
 from retriever.errors import RetrieverError
 from retriever.graph import NoteGraph, load_graph
 from retriever.memory import ChunkTable, ContextVectors, Lexical
-from retriever.rankers import RANKERS, RRF_K, HopInput, order
+from retriever.rankers import RANKERS, HopInput, order, rrf
 from retriever.store import ChunkHit, ChunkStore
 
 GRAPH_SEEDS = 5
@@ -41,6 +42,13 @@ class Seeds(StrEnum):
     HYBRID = "hybrid"  # dense + BM25 chunks fused by reciprocal rank
 
 
+class Via(StrEnum):
+    """How a note entered the context."""
+
+    VECTOR = "vector"
+    HOP = "hop"
+
+
 @dataclass(frozen=True)
 class Budget:
     """The most context a method may use; None means no limit on that axis."""
@@ -50,13 +58,51 @@ class Budget:
 
 
 @dataclass(frozen=True)
+class SearchSpec:
+    """How to retrieve, the same for the CLI, the harness, the benchmarks and the tools.
+
+    The vector stage (``mode``, ``k`` chunks, ``seeds``), the hop (``ranker``, ``sessions``: offer the previous and
+    next session of a retrieved session note) and the ``budget`` that caps the hop. Strings are accepted for the
+    enums; a value outside their sets, or an unknown ranker, is a ``RetrieverError``.
+    """
+
+    mode: Mode = Mode.UNION
+    k: int = 10
+    seeds: Seeds = Seeds.DENSE
+    ranker: str = DEFAULT_RANKER
+    sessions: bool = True
+    budget: Budget = Budget()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mode", _member(Mode, self.mode, "mode"))
+        object.__setattr__(self, "seeds", _member(Seeds, self.seeds, "seeds"))
+        object.__setattr__(self, "ranker", str(self.ranker))
+        if self.ranker not in RANKERS:
+            raise RetrieverError(f"unknown ranker {self.ranker!r}; choose one of {', '.join(RANKERS)}")
+        if self.k < 1:
+            raise RetrieverError(f"k must be at least 1, not {self.k}")
+
+    @property
+    def vector_k(self) -> int:
+        """Chunks the vector stage takes: ``k``, or the graph walk's fixed seeds."""
+        return GRAPH_SEEDS if self.mode is Mode.GRAPH else self.k
+
+
+def _member(enum: type[StrEnum], value: object, what: str) -> Any:
+    try:
+        return enum(value)
+    except ValueError:
+        raise RetrieverError(f"unknown {what} {value!r}; choose one of {', '.join(enum)}") from None
+
+
+@dataclass(frozen=True)
 class Hit:
     note_id: str
     title: str
     vault_path: str
     doc_path: str
     score: float
-    via: str  # "vector" | "hop"
+    via: Via
     text: str  # the chunk text(s) used as context
     tokens: int
     session_label: str | None = None
@@ -65,7 +111,7 @@ class Hit:
 @dataclass(frozen=True)
 class Retrieval:
     hits: tuple[Hit, ...]
-    mode: str
+    mode: Mode
     k: int
     ranker: str | None
     timings: dict[str, float] = field(default_factory=dict)  # milliseconds
@@ -93,11 +139,15 @@ class Retriever:
             raise RetrieverError(f"the index of {bundle} is empty: run `vault2okf index {bundle}`")
 
     @classmethod
-    def open(cls, bundle: Path, *, chroma_url: str | None = None, device: str = "cpu") -> Retriever:
+    def open(
+        cls, bundle: Path, *, chroma_url: str | None = None, device: str = "cpu", graph: NoteGraph | None = None
+    ) -> Retriever:
+        """Open an indexed bundle; the bundle and its schema are checked before the embedder loads."""
         from retriever.index import open_index
 
+        graph = graph or load_graph(bundle)
         _, store, embedder = open_index(bundle, chroma_url=chroma_url, device=device)
-        return cls(bundle, store, embedder, load_graph(bundle))
+        return cls(bundle, store, embedder, graph)
 
     @cached_property
     def lexical(self) -> Lexical:
@@ -107,67 +157,56 @@ class Retriever:
     def contexts(self) -> ContextVectors:
         return ContextVectors.build(self.graph, self.embedder, self.bundle / ".vault2okf")
 
-    def prepare(self, ranker: str = DEFAULT_RANKER, seeds: Seeds | str = Seeds.DENSE) -> None:
-        """Build the in-memory indexes a ranker / seed mode needs now, so query timings hold only the query."""
-        if ranker in _LEXICAL_RANKERS:
+    def prepare(self, spec: SearchSpec | None = None) -> None:
+        """Build the in-memory indexes a search needs now, so query timings hold only the query."""
+        spec = spec or SearchSpec()
+        if spec.mode is not Mode.VECTOR and spec.ranker in _LEXICAL_RANKERS:
             _ = self.lexical.notes
-        if Seeds(seeds) is Seeds.HYBRID:
+        if spec.seeds is Seeds.HYBRID:
             _ = self.lexical.chunks
-        if ranker in _CONTEXT_RANKERS:
+        if spec.mode is not Mode.VECTOR and spec.ranker in _CONTEXT_RANKERS:
             _ = self.contexts
 
     def embed(self, question: str) -> np.ndarray:
         return np.asarray(self.embedder.embed_query(question), dtype=np.float32)
 
-    def search(
-        self,
-        question: str,
-        mode: Mode | str = Mode.UNION,
-        k: int = 10,
-        budget: Budget | None = None,
-        ranker: str = DEFAULT_RANKER,
-        seeds: Seeds | str = Seeds.DENSE,
-        qvec: np.ndarray | None = None,
-        adjacent_sessions: bool = True,
-    ) -> Retrieval:
+    def search(self, question: str, spec: SearchSpec | None = None, *, qvec: np.ndarray | None = None) -> Retrieval:
         """Retrieve for ``question``; pass ``qvec`` to reuse a question embedding (timings then exclude it)."""
-        mode, seeds = Mode(mode), Seeds(seeds)
-        if ranker not in RANKERS:
-            raise RetrieverError(f"unknown ranker {ranker!r}; choose one of {', '.join(RANKERS)}")
+        spec = spec or SearchSpec()
+        if not question.strip():
+            raise RetrieverError("the question is empty: ask something")
         timings: dict[str, float] = {}
         if qvec is None:
             t = time.perf_counter()
             qvec = self.embed(question)
             timings["embed_ms"] = _ms(t)
         t = time.perf_counter()
-        first = self._vector(question, qvec, GRAPH_SEEDS if mode is Mode.GRAPH else k, seeds)
+        first = self._vector(question, qvec, spec.vector_k, spec.seeds)
         timings["vector_ms"] = _ms(t)
         hits = first
-        if mode is not Mode.VECTOR:
+        if spec.mode is not Mode.VECTOR:
             t = time.perf_counter()
-            hits = first + self._hop(question, qvec, first, budget or Budget(), ranker, adjacent_sessions)
+            hits = first + self._hop(question, qvec, first, spec)
             timings["hop_ms"] = _ms(t)
         timings["retrieve_ms"] = round(sum(v for key, v in timings.items() if key != "embed_ms"), 3)
-        return Retrieval(tuple(hits), mode.value, k, None if mode is Mode.VECTOR else ranker, timings)
+        ranker = None if spec.mode is Mode.VECTOR else spec.ranker
+        return Retrieval(tuple(hits), spec.mode, spec.k, ranker, timings)
 
     def _vector(self, question: str, qvec: np.ndarray, k: int, seeds: Seeds) -> list[Hit]:
-        chunks = self.store.query(qvec, k)
         if seeds is Seeds.HYBRID:
-            chunks = self._hybrid(question, chunks, self.store.query(qvec, k * 3), k)
+            chunks = self._hybrid(question, self.store.query(qvec, k * 3), k)
+        else:
+            chunks = self.store.query(qvec, k)
         by_note: dict[str, list[ChunkHit]] = {}
         for chunk in chunks:
             by_note.setdefault(chunk.note_id, []).append(chunk)
         return [self._hit(note, group) for note, group in by_note.items()]
 
-    def _hybrid(self, question: str, dense: list[ChunkHit], wide: list[ChunkHit], k: int) -> list[ChunkHit]:
+    def _hybrid(self, question: str, wide: list[ChunkHit], k: int) -> list[ChunkHit]:
+        """The 3k nearest chunks and the 3k best BM25 chunks, fused by reciprocal rank; the top k."""
         lex = self.lexical.chunk_scores(question)
         top_lex = [int(i) for i in np.argsort(-lex, kind="stable")[: k * 3] if lex[i] > 0]
-        fused: dict[str, float] = {}
-        for rank, c in enumerate(wide, start=1):
-            fused[c.chunk_id] = fused.get(c.chunk_id, 0.0) + 1.0 / (RRF_K + rank)
-        for rank, row in enumerate(top_lex, start=1):
-            cid = self.table.ids[row]
-            fused[cid] = fused.get(cid, 0.0) + 1.0 / (RRF_K + rank)
+        fused = rrf([c.chunk_id for c in wide], [self.table.ids[row] for row in top_lex])
         known = {c.chunk_id: c for c in wide}
         return [known.get(cid) or self._chunk_hit(cid, fused[cid]) for cid in order(fused)[:k]]
 
@@ -178,9 +217,9 @@ class Retriever:
 
     def _hit(self, note: str, chunks: Sequence[ChunkHit]) -> Hit:
         ordered = sorted(chunks, key=lambda c: self.row_of.get(c.chunk_id, 0))
-        return self._make_hit(note, max(c.score for c in chunks), "vector", [(c.text, c.tokens) for c in ordered])
+        return self._make_hit(note, max(c.score for c in chunks), Via.VECTOR, [(c.text, c.tokens) for c in ordered])
 
-    def _make_hit(self, note: str, score: float, via: str, parts: list[tuple[str, int]]) -> Hit:
+    def _make_hit(self, note: str, score: float, via: Via, parts: list[tuple[str, int]]) -> Hit:
         c = self.graph.concepts.get(note)
         return Hit(
             note_id=note,
@@ -194,22 +233,20 @@ class Retriever:
             session_label=c.session_label if c else None,
         )
 
-    def _hop(
-        self, question: str, qvec: np.ndarray, first: list[Hit], budget: Budget, ranker: str, adjacent: bool
-    ) -> list[Hit]:
+    def _hop(self, question: str, qvec: np.ndarray, first: list[Hit], spec: SearchSpec) -> list[Hit]:
         seeds = {h.note_id: h.score for h in first}
         neighbours = {n for s in seeds for n in self.graph.neighbours.get(s, {})}
-        sessions = {n for s in seeds for n in self.graph.adjacent_sessions(s)} if adjacent else set()
+        sessions = {n for s in seeds for n in self.graph.adjacent_sessions(s)} if spec.sessions else set()
         candidates = sorted((neighbours | sessions) - set(seeds))
         if not candidates:
             return []
         inp = HopInput(
             question, qvec, seeds, self.graph, self.table,
-            self.contexts if ranker in _CONTEXT_RANKERS else None,
+            self.contexts if spec.ranker in _CONTEXT_RANKERS else None,
             lambda: self.lexical.note_scores(question),
         )  # fmt: skip
-        scores = RANKERS[ranker](inp, candidates)
-        return self._fill(qvec, order(scores), scores, budget, len(first), sum(h.tokens for h in first))
+        scores = RANKERS[spec.ranker](inp, candidates)
+        return self._fill(qvec, order(scores), scores, spec.budget, len(first), sum(h.tokens for h in first))
 
     def _fill(
         self, qvec: np.ndarray, ranked: list[str], scores: dict[str, float], budget: Budget, notes: int, tokens: int
@@ -227,7 +264,7 @@ class Retriever:
             if budget.tokens is not None and tokens + size > budget.tokens:
                 continue
             tokens += size
-            added.append(self._make_hit(note, scores[note], "hop", [(self.table.texts[row], size)]))
+            added.append(self._make_hit(note, scores[note], Via.HOP, [(self.table.texts[row], size)]))
         return added
 
 

@@ -3,7 +3,7 @@ import pytest
 from eval.errors import EvalError
 from eval.golden import Question, Tier
 from eval.metrics import (
-    Budget,
+    Spent,
     compare,
     hit_all,
     per_question,
@@ -36,7 +36,7 @@ BUDGETS = {
     "graph": {
         "q1": {"notes": 3, "tokens": 90},
         "q2": {"notes": 6, "tokens": 120},
-        "q3": Budget(notes=9, tokens=30),
+        "q3": Spent(notes=9, tokens=30),
         "q4": {"notes": 2, "tokens": 0},
     },
 }

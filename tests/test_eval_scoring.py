@@ -1,7 +1,8 @@
 import pytest
 
 from eval.golden import Question, Tier
-from eval.scoring import AnswerScore, mentions, says_not_found, score_answer, summarise_answers
+from eval.scoring import AnswerScore, mentions, score_answer, summarise_answers
+from retriever.answer.refusal import is_not_found
 
 EEVEE = Question(
     "e1",
@@ -84,12 +85,12 @@ def test_confident_wrong_answer():
     ],
 )
 def test_not_found_variants(text):
-    assert says_not_found(text)
+    assert is_not_found(text)
 
 
 @pytest.mark.parametrize("text", ["The party couldn't find the key, so they left.", "Vaporeon", "Found it."])
 def test_not_not_found(text):
-    assert not says_not_found(text)
+    assert not is_not_found(text)
 
 
 def test_not_found_on_answerable_is_a_miss_not_wrong():

@@ -6,6 +6,7 @@ import pytest
 from retriever import index as index_module
 from retriever.errors import RetrieverError
 from retriever.index import bundle_id, index_bundle, load_concepts, open_index, read_index_info
+from retriever.okf import SCHEMA_VERSION
 
 CONCEPTS = [
     (
@@ -25,6 +26,7 @@ def write_bundle(bundle, concepts=CONCEPTS):
     with duckdb.connect(str(bundle / "okf.duckdb")) as con:
         con.execute("CREATE OR REPLACE TABLE concepts (id VARCHAR PRIMARY KEY, title VARCHAR, body VARCHAR)")
         con.executemany("INSERT INTO concepts VALUES (?, ?, ?)", concepts)
+        con.execute("CREATE OR REPLACE TABLE meta AS SELECT 'schema_version' AS key, ? AS value", [str(SCHEMA_VERSION)])
     return bundle
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from retriever.index import index_bundle
 from retriever.rankers import RANKERS
-from retriever.retrieve import Budget, Retriever
+from retriever.retrieve import Budget, Retriever, SearchSpec
 from vault2okf.convert import convert
 
 pytestmark = pytest.mark.slow
@@ -43,7 +43,7 @@ def retriever(tmp_path_factory: pytest.TempPathFactory, minilm) -> Retriever:  #
 
 
 def test_vector_mode_groups_chunks_into_notes(retriever: Retriever) -> None:
-    r = retriever.search("Who guards the crypt in the old graveyard?", "vector", k=3)
+    r = retriever.search("Who guards the crypt in the old graveyard?", SearchSpec("vector", k=3))
     assert r.hits[0].vault_path == "Places/Old Graveyard.md"
     assert all(h.via == "vector" for h in r.hits)
     assert len({h.note_id for h in r.hits}) == len(r.hits) <= 3
@@ -56,7 +56,7 @@ def test_hop_reaches_a_backlink_only_neighbour(retriever: Retriever) -> None:
     out_links = con.execute("SELECT target_id FROM links WHERE source_id = 'Places/Old Graveyard'").fetchall()
     con.close()
     assert out_links == []  # the graveyard links to nothing: only the session points at it
-    r = retriever.search("Who guards the crypt in the old graveyard?", "union", k=1, budget=Budget(notes=3))
+    r = retriever.search("Who guards the crypt in the old graveyard?", SearchSpec("union", 1, budget=Budget(notes=3)))
     assert r.hits[0].vault_path == "Places/Old Graveyard.md"
     hop = [h for h in r.hits if h.via == "hop"]
     assert [h.vault_path for h in hop] == ["Sessions/Session 4.md"]
@@ -65,17 +65,17 @@ def test_hop_reaches_a_backlink_only_neighbour(retriever: Retriever) -> None:
 def test_the_cap_holds_on_a_hub(retriever: Retriever) -> None:
     q = "What is the trading centre of the valley?"
     for notes, tokens in ((4, None), (None, 60), (6, 100)):
-        r = retriever.search(q, "union", k=1, budget=Budget(notes=notes, tokens=tokens), ranker="dense")
+        r = retriever.search(q, SearchSpec("union", 1, ranker="dense", budget=Budget(notes=notes, tokens=tokens)))
         assert r.hits[0].vault_path == "Places/Hub Town.md"
         assert notes is None or r.notes <= notes
         assert tokens is None or r.tokens <= tokens
         assert any(h.via == "hop" for h in r.hits)
-    uncapped = retriever.search(q, "union", k=1, budget=Budget())
+    uncapped = retriever.search(q, SearchSpec("union", 1, budget=Budget()))
     assert uncapped.notes == 1 + FILLER  # the hub's whole neighbourhood, which is what the cap prevents
 
 
 def test_graph_mode_seeds_from_five_and_adds_only_new_notes(retriever: Retriever) -> None:
-    r = retriever.search("bronze key for the crypt", "graph", k=15, budget=Budget(notes=8))
+    r = retriever.search("bronze key for the crypt", SearchSpec("graph", 15, budget=Budget(notes=8)))
     vector = [h for h in r.hits if h.via == "vector"]
     assert len(vector) <= 5
     assert len({h.note_id for h in r.hits}) == len(r.hits) <= 8
@@ -83,18 +83,18 @@ def test_graph_mode_seeds_from_five_and_adds_only_new_notes(retriever: Retriever
 
 @pytest.mark.parametrize("ranker", list(RANKERS))
 def test_every_ranker_runs_within_budget(retriever: Retriever, ranker: str) -> None:
-    r = retriever.search("the ghoul in the crypt", "union", k=2, budget=Budget(notes=5, tokens=400), ranker=ranker)
+    r = retriever.search("the ghoul in the crypt", SearchSpec("union", 2, ranker=ranker, budget=Budget(5, 400)))
     assert r.ranker == ranker and r.notes <= 5 and r.tokens <= 400
 
 
 def test_hybrid_seeds_find_a_rare_name(retriever: Retriever) -> None:
-    r = retriever.search("Morrow", "vector", k=2, seeds="hybrid")
+    r = retriever.search("Morrow", SearchSpec("vector", 2, "hybrid"))
     assert "Places/Old Graveyard.md" in [h.vault_path for h in r.hits]
 
 
 def test_timings_exclude_a_given_question_vector(retriever: Retriever) -> None:
     q = "candles in the square"
-    r = retriever.search(q, "union", k=2, budget=Budget(notes=4), qvec=retriever.embed(q))
+    r = retriever.search(q, SearchSpec("union", 2, budget=Budget(notes=4)), qvec=retriever.embed(q))
     assert "embed_ms" not in r.timings and r.timings["retrieve_ms"] >= 0
 
 
@@ -102,7 +102,11 @@ def test_unknown_ranker_is_a_clear_error(retriever: Retriever) -> None:
     from retriever.errors import RetrieverError
 
     with pytest.raises(RetrieverError, match="unknown ranker 'best'; choose one of dense"):
-        retriever.search("x", "union", ranker="best")
+        SearchSpec("union", ranker="best")
+    with pytest.raises(RetrieverError, match="unknown mode 'sideways'; choose one of vector, graph, union"):
+        SearchSpec("sideways")
+    with pytest.raises(RetrieverError, match="the question is empty"):
+        retriever.search("   ")
 
 
 def test_adjacent_sessions_are_candidates(tmp_path: Path, minilm) -> None:  # noqa: ANN001
@@ -117,7 +121,7 @@ def test_adjacent_sessions_are_candidates(tmp_path: Path, minilm) -> None:  # no
     convert(vault, tmp_path / "bundle")
     index_bundle(tmp_path / "bundle", embedder_name="minilm", progress=False)
     r = Retriever.open(tmp_path / "bundle").search(
-        "silver bell", "union", k=1, budget=Budget(notes=3), adjacent_sessions=True
+        "silver bell", SearchSpec("union", 1, sessions=True, budget=Budget(notes=3))
     )
     assert [h.vault_path for h in r.hits][:2] == ["Sessions/Session 1.md", "Sessions/Session 2.md"]
     assert r.hits[1].session_label == "session 2"

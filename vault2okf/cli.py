@@ -1,17 +1,42 @@
-"""The console command ``vault2okf``: the composition root, the only module that imports every package."""
+"""The console command ``vault2okf``: the composition root, the only module that imports every package.
+
+It holds the one error handler: a library error (each package's base exception) is printed as one line
+``Error: <message>`` with exit status 1; usage errors (a bad option or argument) keep click's exit status 2.
+"""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+from typing import Any
 
 import typer
+from typer.core import TyperGroup
 
+from eval.errors import EvalError
+from retriever.errors import RetrieverError
 from vault2okf.convert import convert
 from vault2okf.errors import Vault2OkfError
+from vault2okf.links import read_link_health
+
+LIBRARY_ERRORS = (Vault2OkfError, RetrieverError, EvalError, OSError)  # OSError: disk full, permission denied...
+
+
+class _Commands(TyperGroup):
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except LIBRARY_ERRORS as exc:
+            typer.echo(f"Error: {exc}", err=True)
+            raise typer.Exit(1) from None
+
 
 app = typer.Typer(
-    no_args_is_help=True, add_completion=False, help="Obsidian vault -> OKF bundle, questions, evaluation."
+    cls=_Commands,
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,  # plain click output: an error is one line, not a box
+    pretty_exceptions_enable=False,
+    help="Obsidian vault -> OKF bundle, questions, evaluation.",
 )
 
 
@@ -20,12 +45,10 @@ def convert_cmd(
     vault: Path = typer.Argument(..., help="The Obsidian vault folder (read only, never modified)."),
     out: Path = typer.Option(..., "-o", "--out", help="The bundle folder to write (replaced atomically)."),
     config: Path | None = typer.Option(None, "--config", help="A vault2okf.toml (default: VAULT/vault2okf.toml)."),
+    force: bool = typer.Option(False, "--force", help="Replace a bundle holding files vault2okf did not write."),
 ) -> None:
     """Convert VAULT into an OKF bundle with a link-health report and okf.duckdb."""
-    try:
-        result = convert(vault, out, config_path=config)
-    except Vault2OkfError as exc:
-        raise typer.BadParameter(str(exc)) from None
+    result = convert(vault, out, config_path=config, force=force)
     t = result.report.to_json()["totals"]
     s = t["by_status"]
     typer.echo(
@@ -42,11 +65,7 @@ def links_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Show the link-health report of BUNDLE."""
-    path = bundle / ("link-health.json" if as_json else "link-health.md")
-    if not path.is_file():
-        raise typer.BadParameter(f"no link-health report in {bundle}: run `vault2okf convert VAULT -o {bundle}` first")
-    text = path.read_text("utf-8")
-    typer.echo(json.dumps(json.loads(text), indent=2, ensure_ascii=False) if as_json else text, nl=False)
+    typer.echo(read_link_health(bundle, as_json=as_json), nl=False)
 
 
 def _mount() -> None:

@@ -9,7 +9,8 @@ from retriever.answer.base import (
     ContextNote,
     get_answerer,
 )
-from retriever.answer.prompt import NOT_FOUND, build_messages, extract_citations, is_not_found
+from retriever.answer.prompt import build_messages, extract_citations
+from retriever.answer.refusal import NOT_FOUND, is_not_found
 
 __all__ = [
     "BACKENDS",

@@ -4,12 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, Protocol
 from urllib.parse import quote
 
 from retriever.errors import RetrieverError
 
-BACKENDS = ("llama", "bedrock")
+
+class Backend(StrEnum):
+    LLAMA = "llama"  # a local GGUF through llama-cpp-python
+    BEDROCK = "bedrock"  # AWS Bedrock through boto3 Converse
+
+
+BACKENDS = tuple(Backend)
 
 
 class AnswerError(RetrieverError):
@@ -68,18 +75,28 @@ class Answerer(Protocol):
     ) -> Answer: ...
 
 
-def get_answerer(name: str, *, model: str | None = None, **opts: Any) -> Answerer:
-    """Build the `llama` or `bedrock` answerer; heavy imports happen only for the one picked."""
-    if name == "llama":
-        from retriever.answer.llama import LlamaAnswerer
+def check_answerer(name: str, *, model: str | None = None) -> None:
+    """What can be checked before any model loads: the backend exists, bedrock has a model ID, the GGUF is a file."""
+    if name == Backend.LLAMA:
+        from retriever.answer.llama import resolve_model_path
 
-        return LlamaAnswerer(model, **opts)
-    if name == "bedrock":
-        from retriever.answer.bedrock import BedrockAnswerer
-
+        resolve_model_path(model)
+    elif name == Backend.BEDROCK:
         if not model:
             raise AnswerError(
                 "the bedrock backend needs a model ID — pass --model, e.g. --model us.amazon.nova-lite-v1:0"
             )
-        return BedrockAnswerer(model, **opts)
-    raise AnswerError(f"unknown answer backend {name!r}; choose one of: {', '.join(BACKENDS)}")
+    else:
+        raise AnswerError(f"unknown answer backend {name!r}; choose one of: {', '.join(BACKENDS)}")
+
+
+def get_answerer(name: str, *, model: str | None = None, **opts: Any) -> Answerer:
+    """Build the `llama` or `bedrock` answerer; heavy imports happen only for the one picked."""
+    check_answerer(name, model=model)
+    if name == Backend.LLAMA:
+        from retriever.answer.llama import LlamaAnswerer
+
+        return LlamaAnswerer(model, **opts)
+    from retriever.answer.bedrock import BedrockAnswerer
+
+    return BedrockAnswerer(model or "", **opts)

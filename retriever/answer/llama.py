@@ -115,7 +115,8 @@ class LlamaAnswerer:
         if count + self.max_tokens > self.n_ctx:
             raise AnswerError(
                 f"the prompt is {count} tokens and the answer may take {self.max_tokens}, more than the "
-                f"context of {self.n_ctx} — retrieve fewer notes, cap them lower, or raise n_ctx"
+                f"context of {self.n_ctx} — raise --n-ctx, retrieve less (--max-notes, --max-tokens) or lower "
+                "--answer-tokens"
             )
         return count
 

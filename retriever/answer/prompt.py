@@ -8,14 +8,13 @@ from collections.abc import Sequence
 from urllib.parse import unquote
 
 from retriever.answer.base import Citation, ContextNote
+from retriever.answer.refusal import CITATION_LINK, NOT_FOUND
 from retriever.tokens import token_spans
 
-NOT_FOUND = "not found in the vault"
 DEFAULT_PER_NOTE_TOKENS = 600
 TRUNCATED = " …[note truncated]"
 
 _NOTE_TAG = re.compile(r"<(/?)(note\b)", re.IGNORECASE)
-_LINK = re.compile(r"\[([^\[\]\n]*)\]\((?:<([^<>\n]+)>|([^()<>\[\]\s]+))\)")
 _NUMBER = re.compile(r"(\d+)")
 
 SYSTEM_PROMPT = f"""You answer questions about a personal Obsidian vault using ONLY the notes given in \
@@ -79,7 +78,7 @@ def build_messages(
 def extract_citations(answer_text: str, notes: Sequence[ContextNote]) -> tuple[Citation, ...]:
     """Markdown links in the answer that point at one of the given notes, in order, without repeats."""
     found: dict[str, Citation] = {}
-    for match in _LINK.finditer(answer_text):
+    for match in CITATION_LINK.finditer(answer_text):
         note = _match_note(unquote(match.group(2) or match.group(3)), notes)
         if note is not None and note.path not in found:
             found[note.path] = Citation(note.title, note.path)
@@ -94,9 +93,3 @@ def _match_note(target: str, notes: Sequence[ContextNote]) -> ContextNote | None
         return exact[0] if exact else None
     suffix = [n for n in notes if n.path.endswith("/" + target)]
     return suffix[0] if len(suffix) == 1 else None
-
-
-def is_not_found(text: str) -> bool:
-    """An honest "not found in the vault" answer: the phrase is there and nothing is cited."""
-    normal = " ".join(re.sub(r"[*_`\"'“”]", "", text).casefold().split())
-    return NOT_FOUND in normal and not _LINK.search(text)

@@ -15,11 +15,13 @@ each:
 - ``file``: vault path order, the naive baseline.
 """
 
+from enum import StrEnum
+
 from retriever.rankers.base import HopInput, Ranker, Scores, order
 from retriever.rankers.baseline import file_order
 from retriever.rankers.context import context
 from retriever.rankers.dense import dense, dense_hub
-from retriever.rankers.fusion import RRF_K, fuse
+from retriever.rankers.fusion import RRF_K, fuse, rrf
 from retriever.rankers.lexical import lexical
 from retriever.rankers.support import support
 
@@ -35,8 +37,9 @@ RANKERS: dict[str, Ranker] = {
     "rrf-lex": fuse(context, support, lexical),
     "file": file_order,
 }
+RankerName = StrEnum("RankerName", {name: name for name in RANKERS})  # the closed set, for option parsing
 
 __all__ = [
-    "RANKERS", "RRF_K", "HopInput", "Ranker", "Scores", "context", "dense", "dense_hub", "file_order", "fuse",
-    "lexical", "order", "support",
+    "RANKERS", "RRF_K", "HopInput", "Ranker", "RankerName", "Scores", "context", "dense", "dense_hub", "file_order",
+    "fuse", "lexical", "order", "rrf", "support",
 ]  # fmt: skip

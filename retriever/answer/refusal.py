@@ -1,0 +1,38 @@
+"""The one "not found" rule, shared by ``ask --json`` and the harness's answer scoring.
+
+An answer declines when it says so in any of the usual ways ("not found in the vault", "I couldn't find …",
+"the notes don't mention …") and cites no note: an answer that cites a note is making a claim.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+NOT_FOUND = "not found in the vault"
+
+CITATION_LINK = re.compile(r"\[([^\[\]\n]*)\]\((?:<([^<>\n]+)>|([^()<>\[\]\s]+))\)")  # [label](path) or (<path>)
+_MARKUP = str.maketrans({"*": "", "_": "", "`": "", '"': "", "\u201c": "", "\u201d": ""})
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
+_SOURCE = r"(?:the|my|your|any|these|this) (?:vault|notes?|context|sources?|documents?)"
+_DECLINES = re.compile(
+    r"^not found\b"
+    rf"|\bnot (?:be )?(?:found|mentioned|covered|recorded|stated) in {_SOURCE}"
+    r"|\b(?:i|we) (?:could ?not|couldn't|can ?not|can't|was unable to|am unable to|did not|didn't)"
+    r" (?:find|locate)\b"
+    r"|\b(?:vault|notes?|context) (?:does not|doesn't|do not|don't) (?:say|mention|contain|cover|record)\b"
+    r"|\bno (?:information|mention|notes?) (?:about|of|on|for|regarding)\b"
+    r"|\bi (?:do not|don't) know\b"
+)
+
+
+def declines(text: str) -> bool:
+    """The text says the notes do not hold the answer (emphasis, quotes, case and accents ignored)."""
+    decomposed = unicodedata.normalize("NFKD", text.translate(_APOSTROPHES).translate(_MARKUP))
+    bare = " ".join("".join(c for c in decomposed if not unicodedata.combining(c)).casefold().split())
+    return _DECLINES.search(bare) is not None
+
+
+def is_not_found(text: str) -> bool:
+    """An honest "not found": the answer declines and cites nothing."""
+    return declines(text) and not CITATION_LINK.search(text)

@@ -1,0 +1,96 @@
+"""The consumer's one way to read a bundle: ``okf.duckdb`` opened read-only, its schema version checked.
+
+The producer (``vault2okf/db.py``) writes ``meta.schema_version``; the retriever reads the file, never the
+producer's code (imports go one way), so the version it understands is written down here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from retriever.errors import RetrieverError
+
+SCHEMA_VERSION = 1  # the okf.duckdb schema this retriever reads (docs/ARCHITECTURE.md)
+DATABASE = "okf.duckdb"
+
+
+@dataclass(frozen=True)
+class ConceptText:
+    """What a concept's chunks are made from."""
+
+    id: str
+    title: str
+    body: str
+
+
+def check_bundle(bundle: Path) -> Path:
+    """The path of the bundle's ``okf.duckdb``; an error that says how to make one when there is none."""
+    if not bundle.exists():
+        raise RetrieverError(f"{bundle} does not exist: give a bundle written by `vault2okf convert VAULT -o BUNDLE`")
+    path = bundle / DATABASE
+    if not path.is_file():
+        raise RetrieverError(f"no {DATABASE} in {bundle}: run `vault2okf convert VAULT -o {bundle}` first")
+    return path
+
+
+@contextmanager
+def read_bundle(bundle: Path) -> Iterator[Any]:
+    """A read-only DuckDB connection to the bundle, after checking that its schema is one this code reads."""
+    import duckdb
+
+    path = check_bundle(bundle)
+    try:
+        con = duckdb.connect(str(path), read_only=True)
+    except duckdb.Error as e:
+        raise RetrieverError(f"{path} cannot be opened ({e}): run `vault2okf convert VAULT -o {bundle}` again") from e
+    try:
+        _check_schema(con, bundle)
+        yield con
+    finally:
+        con.close()
+
+
+def _check_schema(con: Any, bundle: Path) -> None:
+    import duckdb
+
+    try:
+        row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    except duckdb.Error:
+        row = None
+    version = int(row[0]) if row and str(row[0]).isdigit() else None
+    if version == SCHEMA_VERSION:
+        return
+    if version is not None and version > SCHEMA_VERSION:
+        raise RetrieverError(
+            f"{bundle / DATABASE} has schema {version}, newer than the {SCHEMA_VERSION} this vault2okf reads: "
+            "upgrade vault2okf"
+        )
+    raise RetrieverError(
+        f"{bundle / DATABASE} has schema {version if version is not None else 'unknown'}, older than the "
+        f"{SCHEMA_VERSION} this vault2okf reads: re-convert it with `vault2okf convert VAULT -o {bundle}`"
+    )
+
+
+def concept_texts(bundle: Path) -> list[ConceptText]:
+    """Every concept's id, title (its file name when empty) and body, ordered by id."""
+    with read_bundle(bundle) as con:
+        rows = con.execute("SELECT id, title, body FROM concepts ORDER BY id").fetchall()
+    return [ConceptText(cid, title or cid.rsplit("/", 1)[-1], body or "") for cid, title, body in rows]
+
+
+def graph_rows(bundle: Path) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """Concept rows for the note graph, and every resolved link between two different notes with its sentence."""
+    with read_bundle(bundle) as con:
+        concepts = con.execute(
+            "SELECT id, title, vault_path, doc_path, type, aliases, session_number, session_date FROM concepts"
+        ).fetchall()
+        edges = con.execute(
+            "SELECT l.source_id, l.target_id, l.context, s.title, t.title FROM links l "
+            "JOIN concepts s ON s.id = l.source_id JOIN concepts t ON t.id = l.target_id "
+            "WHERE l.target_id IS NOT NULL AND l.target_id <> l.source_id ORDER BY ALL"
+        ).fetchall()
+    return concepts, edges

@@ -6,6 +6,7 @@ and `ask` embed questions with the same model (`read_index_info`, `open_index`).
 
 import hashlib
 import json
+import os
 import time
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -14,10 +15,12 @@ from pathlib import Path
 from retriever.chunk import Chunk, chunk_note
 from retriever.embed import DEFAULT_EMBEDDER, Embedder, get_embedder
 from retriever.errors import RetrieverError
+from retriever.lock import bundle_lock
 from retriever.store import ChunkStore, collection_name, open_client
 
 MAX_TOKENS = 400
 MIN_TOKENS = 40
+BATCH_ENV = "VAULT2OKF_EMBED_BATCH"  # chunks embedded and stored per write (default 64)
 
 
 @dataclass(frozen=True)
@@ -65,12 +68,27 @@ def index_bundle(
     chroma_url: str | None = None,
     progress: bool = True,
     device: str = "cpu",
+    batch_size: int | None = None,
 ) -> IndexResult:
     """Chunk, embed and store every concept of the bundle; only new or changed chunks are embedded.
 
-    Notes whose text is unchanged since the last index (same ``note_hash`` on all their stored chunks) are not
-    even re-chunked, so re-indexing after one edit costs about one note's work.
+    Notes completely stored from their current text (same ``note_hash`` and all ``note_chunks`` chunks stored)
+    are not even re-chunked, so re-indexing after one edit costs about one note's work, and a run killed at
+    any point resumes where it stopped. Holds the bundle lock: one convert or index of a bundle at a time.
     """
+    with bundle_lock(bundle_dir, "indexing"):
+        return _index(bundle_dir, embedder_name, chroma_path, chroma_url, progress, device, batch_size)
+
+
+def _index(
+    bundle_dir: Path | str,
+    embedder_name: str,
+    chroma_path: Path | str | None,
+    chroma_url: str | None,
+    progress: bool,
+    device: str,
+    batch_size: int | None,
+) -> IndexResult:
     started = time.perf_counter()
     concepts = load_concepts(bundle_dir)
     embedder = get_embedder(embedder_name, device=device)
@@ -80,11 +98,21 @@ def index_bundle(
     stored = store.stored_metadata()
     keep = store.unchanged_notes(note_hashes, stored)
     chunks = chunk_concepts([c for c in concepts if c[0] not in keep])
-    stats = store.sync(chunks, embedder, progress=progress, keep_notes=keep, note_hashes=note_hashes, stored=stored)
+    batch = batch_size or _batch_from_env()
+    stats = store.sync(
+        chunks, embedder, batch_size=batch, progress=progress, keep_notes=keep, note_hashes=note_hashes, stored=stored
+    )
     total = len(chunks) + sum(1 for meta in stored.values() if meta.get("note_id") in keep)
     _write_info(bundle_dir, _info(embedder, name, chroma_path, chroma_url, len(concepts), total))
     seconds = round(time.perf_counter() - started, 3)
     return IndexResult(name, len(concepts), total, stats.added, stats.removed, stats.unchanged, seconds, embedder.name)
+
+
+def _batch_from_env() -> int:
+    value = os.environ.get(BATCH_ENV, "64")
+    if not value.isdigit() or int(value) < 1:
+        raise RetrieverError(f"{BATCH_ENV}={value!r} is not a positive whole number of chunks; unset it or use 64.")
+    return int(value)
 
 
 def note_hash(title: str, body: str) -> str:
@@ -137,7 +165,9 @@ def _info(
 def _write_info(bundle_dir: Path | str, info: IndexInfo) -> None:
     path = index_info_path(bundle_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(asdict(info), indent=2) + "\n", encoding="utf-8")
+    part = path.with_name(f"{path.name}.part-{os.getpid()}")
+    part.write_text(json.dumps(asdict(info), indent=2) + "\n", encoding="utf-8")
+    os.replace(part, path)  # a reader, or a run killed here, sees the old file or the new one, never half of one
 
 
 def read_index_info(bundle_dir: Path | str) -> IndexInfo:

@@ -8,6 +8,7 @@ embedder, and Chroma never tries to download its own model.
 import hashlib
 import re
 import sys
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +38,16 @@ class ChunkHit:
     score: float  # cosine similarity, 1 - cosine distance
     text: str
     tokens: int
+
+
+@dataclass(frozen=True)
+class StoredRow:
+    """One stored chunk as `ChunkStore.rows` reads it; fields not asked for in `include` are None."""
+
+    chunk_id: str
+    document: str | None
+    metadata: dict[str, Any] | None
+    embedding: np.ndarray | None
 
 
 class NoteChunk(NamedTuple):
@@ -97,21 +108,37 @@ class ChunkStore:
     def count(self) -> int:
         return self.collection.count()
 
+    def rows(self, include: Sequence[str], where: dict[str, Any] | None = None) -> Iterator[StoredRow]:
+        """Every stored chunk (matching `where`), a page at a time: the one reader of the whole collection.
+
+        `include` names Chroma fields: any of "documents", "metadatas", "embeddings".
+        """
+        offset = 0
+        while True:
+            page = self.collection.get(include=list(include), where=where, limit=_PAGE, offset=offset)
+            yield from _page_rows(page)
+            if len(page["ids"]) < _PAGE:
+                return
+            offset += _PAGE
+
     def stored_metadata(self) -> dict[str, dict[str, Any]]:
-        """chunk_id -> metadata (note_id, content_hash, note_hash, ...) of everything stored, a page at a time."""
-        found: dict[str, dict[str, Any]] = {}
-        for offset in range(0, self.count(), _PAGE):
-            page = self.collection.get(include=["metadatas"], limit=_PAGE, offset=offset)
-            found.update(zip(page["ids"], page["metadatas"], strict=True))
-        return found
+        """chunk_id -> metadata (note_id, content_hash, note_hash, note_chunks, ...) of everything stored."""
+        return {row.chunk_id: row.metadata or {} for row in self.rows(["metadatas"])}
 
     def unchanged_notes(self, note_hashes: dict[str, str], stored: dict[str, dict[str, Any]]) -> set[str]:
-        """Notes whose stored chunks were all made from the same note text (same ``note_hash``)."""
-        seen: dict[str, bool] = {}
+        """Notes that are completely stored from their current text, so they need not even be re-chunked.
+
+        A note counts only when every stored chunk of it carries the current ``note_hash`` and the stored
+        chunks number exactly the ``note_chunks`` its chunks were written with: a note whose chunks were only
+        partly written (an interrupted index) is chunked again and its missing chunks are embedded.
+        """
+        counts = Counter(meta.get("note_id", "") for meta in stored.values())
+        complete: dict[str, bool] = {}
         for meta in stored.values():
             note = meta.get("note_id", "")
-            seen[note] = seen.get(note, True) and meta.get("note_hash") == note_hashes.get(note)
-        return {note for note, same in seen.items() if same and note in note_hashes}
+            whole = meta.get("note_hash") == note_hashes.get(note) and meta.get("note_chunks") == counts[note]
+            complete[note] = complete.get(note, True) and whole
+        return {note for note, done in complete.items() if done and note in note_hashes}
 
     def sync(
         self,
@@ -140,21 +167,21 @@ class ChunkStore:
         for batch in _batches(stale, _PAGE):
             self.collection.delete(ids=batch)
         todo.sort(key=lambda chunk: len(chunk.text))  # similar lengths per batch: less padding to embed
-        self._embed_and_add(todo, embedder, batch_size, progress, note_hashes or {})
-        self._refresh_note_hashes([c for c in wanted.values() if c not in todo], stored, note_hashes or {})
+        meta = _Metadata(note_hashes or {}, Counter(chunk.note_id for chunk in chunks))
+        self._embed_and_add(todo, embedder, batch_size, progress, meta)
+        embedded = {chunk.chunk_id for chunk in todo}
+        self._refresh_metadata([c for c in wanted.values() if c.chunk_id not in embedded], stored, meta)
         return SyncStats(added=len(todo), removed=len(stale), unchanged=len(wanted) - len(todo) + len(kept))
 
-    def _refresh_note_hashes(
-        self, chunks: list[Chunk], stored: dict[str, dict[str, Any]], note_hashes: dict[str, str]
-    ) -> None:
-        """Unchanged chunks whose metadata lacks the current note hash (an older index) get it, without re-embedding."""
-        stale = [c for c in chunks if stored.get(c.chunk_id, {}).get("note_hash") != note_hashes.get(c.note_id, "")]
+    def _refresh_metadata(self, chunks: list[Chunk], stored: dict[str, dict[str, Any]], meta: "_Metadata") -> None:
+        """Unchanged chunks whose metadata is out of date (an edited note, an older index) get the current one,
+        without re-embedding. Runs after every new chunk is stored, so a note is marked complete only then."""
+        stale = [c for c in chunks if stored.get(c.chunk_id) != meta.of(c)]
         for batch in _batches(stale, _PAGE):
-            metas = [_metadata(c, note_hashes.get(c.note_id, "")) for c in batch]
-            self.collection.update(ids=[c.chunk_id for c in batch], metadatas=metas)
+            self.collection.update(ids=[c.chunk_id for c in batch], metadatas=[meta.of(c) for c in batch])
 
     def _embed_and_add(
-        self, chunks: list[Chunk], embedder: Embedder, batch_size: int, progress: bool, note_hashes: dict[str, str]
+        self, chunks: list[Chunk], embedder: Embedder, batch_size: int, progress: bool, meta: "_Metadata"
     ) -> None:
         from tqdm import tqdm
 
@@ -165,7 +192,7 @@ class ChunkStore:
                     ids=[chunk.chunk_id for chunk in batch],
                     embeddings=vectors,
                     documents=[chunk.text for chunk in batch],
-                    metadatas=[_metadata(chunk, note_hashes.get(chunk.note_id, "")) for chunk in batch],
+                    metadatas=[meta.of(chunk) for chunk in batch],
                 )
                 bar.update(len(batch))
 
@@ -191,13 +218,11 @@ class ChunkStore:
         """Stored chunks of the given notes, with their embeddings, in document order."""
         found: dict[str, list[NoteChunk]] = {}
         for batch in _batches(list(dict.fromkeys(note_ids)), _PAGE):
-            got = self.collection.get(
-                where={"note_id": {"$in": batch}}, include=["documents", "metadatas", "embeddings"]
-            )
-            rows = zip(got["ids"], got["documents"], got["metadatas"], got["embeddings"], strict=True)
-            for cid, text, meta, vector in rows:
+            where = {"note_id": {"$in": batch}}
+            for row in self.rows(["documents", "metadatas", "embeddings"], where):
+                meta = row.metadata or {}
                 found.setdefault(meta["note_id"], []).append(
-                    NoteChunk(cid, text, meta["tokens"], np.asarray(vector, dtype=np.float32))
+                    NoteChunk(row.chunk_id, row.document or "", meta["tokens"], np.asarray(row.embedding))
                 )
         return {note: sorted(chunks, key=_chunk_order) for note, chunks in found.items()}
 
@@ -206,15 +231,36 @@ def _chunk_order(chunk: NoteChunk) -> int:
     return int(chunk.chunk_id.rsplit("#", 1)[1])
 
 
-def _metadata(chunk: Chunk, note_hash: str = "") -> dict[str, Any]:
-    return {
-        "note_hash": note_hash,
-        "note_id": chunk.note_id,
-        "title": chunk.title,
-        "heading_path": " > ".join(chunk.heading_path),
-        "content_hash": chunk.content_hash,
-        "tokens": chunk.tokens,
-    }
+def _page_rows(page: dict[str, Any]) -> Iterator[StoredRow]:
+    ids = page["ids"]
+    documents, metadatas, embeddings = (page.get(key) for key in ("documents", "metadatas", "embeddings"))
+    for i, chunk_id in enumerate(ids):
+        vector = None if embeddings is None else np.asarray(embeddings[i], dtype=np.float32)
+        yield StoredRow(
+            chunk_id,
+            None if documents is None else documents[i],
+            None if metadatas is None else metadatas[i],
+            vector,
+        )
+
+
+@dataclass(frozen=True)
+class _Metadata:
+    """What each chunk's metadata says about its note: the note's text hash and how many chunks it has."""
+
+    note_hashes: dict[str, str]
+    note_chunks: Counter[str]
+
+    def of(self, chunk: Chunk) -> dict[str, Any]:
+        return {
+            "note_hash": self.note_hashes.get(chunk.note_id, ""),
+            "note_chunks": self.note_chunks[chunk.note_id],
+            "note_id": chunk.note_id,
+            "title": chunk.title,
+            "heading_path": " > ".join(chunk.heading_path),
+            "content_hash": chunk.content_hash,
+            "tokens": chunk.tokens,
+        }
 
 
 def _batches(items: Sequence[Any], size: int) -> Iterator[Any]:

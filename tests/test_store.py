@@ -184,3 +184,84 @@ def test_sync_and_query_through_a_chroma_server(tmp_path, chroma_server, minilm)
 def test_an_unreachable_server_is_a_clear_error(tmp_path):
     with pytest.raises(RetrieverError, match="Cannot reach the Chroma server"):
         open_client(tmp_path, url=f"http://127.0.0.1:{_free_port()}")
+
+
+class DiesAfter:
+    """The real embedder, stopped after `batches` batches: what a kill during an index run does to a sync."""
+
+    def __init__(self, embedder, batches):
+        self.inner, self.left = embedder, batches
+        self.name, self.spec = embedder.name, embedder.spec
+
+    def embed_documents(self, texts):
+        if self.left == 0:
+            raise KeyboardInterrupt("killed")
+        self.left -= 1
+        return self.inner.embed_documents(texts)
+
+
+LONG = {  # notes of several chunks each, so that a run stopped between batches leaves notes half written
+    f"Sessions/Session {n}": (f"Session {n}", "\n".join(f"## Part {p}\nThe party did thing {p} of {n}." for p in "ABC"))
+    for n in range(1, 5)
+}
+
+
+def hashes_of(notes):
+    return {nid: f"hash of {title}{body}" for nid, (title, body) in notes.items()}
+
+
+@pytest.mark.slow
+def test_a_note_half_written_by_an_interrupted_sync_is_not_taken_as_done(store, minilm):
+    chunks, hashes = make_chunks(LONG), hashes_of(LONG)
+    with pytest.raises(KeyboardInterrupt):
+        store.sync(chunks, DiesAfter(minilm, 2), batch_size=5, progress=False, note_hashes=hashes)
+    stored = store.stored_metadata()
+    per_note = {nid: sum(c.note_id == nid for c in chunks) for nid in LONG}
+    written = {nid: sum(m["note_id"] == nid for m in stored.values()) for nid in LONG}
+    assert any(0 < written[nid] < per_note[nid] for nid in LONG)  # the stop landed inside a note
+    keep = store.unchanged_notes(hashes, stored)
+    assert keep == {nid for nid in LONG if written[nid] == per_note[nid]}
+    rest = [c for c in chunks if c.note_id not in keep]
+    stats = store.sync(rest, minilm, progress=False, keep_notes=keep, note_hashes=hashes, stored=stored)
+    assert stats.added == len(chunks) - len(stored) and store.count() == len(chunks)
+    assert store.unchanged_notes(hashes, store.stored_metadata()) == set(LONG)
+
+
+@pytest.mark.slow
+def test_an_index_from_before_chunk_counts_is_completed_without_reembedding(store, minilm):
+    chunks, hashes = make_chunks(LONG), hashes_of(LONG)
+    store.sync(chunks, minilm, progress=False, note_hashes=hashes)
+    rows = list(store.rows(["documents", "metadatas", "embeddings"]))  # rewritten as an older index wrote them:
+    store.collection.delete(ids=[r.chunk_id for r in rows])
+    store.collection.add(
+        ids=[r.chunk_id for r in rows],
+        documents=[r.document for r in rows],
+        embeddings=np.array([r.embedding for r in rows]),
+        metadatas=[{k: v for k, v in r.metadata.items() if k != "note_chunks"} for r in rows],
+    )
+    assert store.unchanged_notes(hashes, store.stored_metadata()) == set()
+    stats = store.sync(chunks, minilm, progress=False, note_hashes=hashes)
+    assert (stats.added, stats.removed) == (0, 0)
+    assert store.unchanged_notes(hashes, store.stored_metadata()) == set(LONG)
+
+
+def test_rows_reads_every_row_a_page_at_a_time(store):
+    ids = [f"Note {i // 3}#{i % 3}" for i in range(2500)]  # more than two pages of 1,000
+    vectors = np.random.default_rng(13).random((len(ids), 4), dtype=np.float32)
+    metas = [{"note_id": cid.split("#")[0]} for cid in ids]
+    for start in range(0, len(ids), 1000):
+        end = start + 1000
+        store.collection.add(ids=ids[start:end], embeddings=vectors[start:end], metadatas=metas[start:end])
+    rows = list(store.rows(["metadatas", "embeddings"]))
+    assert sorted(r.chunk_id for r in rows) == sorted(ids) and rows[0].document is None
+    by_id = {r.chunk_id: r for r in rows}
+    assert np.allclose(by_id["Note 7#1"].embedding, vectors[22]) and by_id["Note 7#1"].metadata == metas[22]
+    picked = store.rows(["metadatas"], where={"note_id": {"$in": ["Note 7", "Note 500"]}})
+    assert sorted(r.chunk_id for r in picked) == [
+        "Note 500#0",
+        "Note 500#1",
+        "Note 500#2",
+        "Note 7#0",
+        "Note 7#1",
+        "Note 7#2",
+    ]

@@ -1,0 +1,51 @@
+"""The bundle lock: one `vault2okf convert` or `vault2okf index` at a time per bundle.
+
+The lock is a file beside the bundle, ``PARENT/.NAME.lock``, held with ``fcntl.flock`` for the whole run and
+released by the kernel when the process ends, however it ends (kill -9 included). It lives beside the bundle,
+not inside it, because `convert` swaps the bundle folder. `vault2okf.bundle` holds the same lock by the same
+rule (the two packages share files, not code). The file says who holds it: ``PID converting|indexing``.
+"""
+
+import fcntl
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from retriever.errors import RetrieverError
+
+
+def lock_path(bundle_dir: Path | str) -> Path:
+    bundle = Path(bundle_dir).resolve()
+    return bundle.parent / f".{bundle.name}.lock"
+
+
+@contextmanager
+def bundle_lock(bundle_dir: Path | str, doing: str) -> Iterator[None]:
+    """Hold the bundle's lock while `doing` (``indexing``); RetrieverError at once when another run holds it."""
+    path = lock_path(bundle_dir)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise RetrieverError(f"Cannot create the lock file {path} ({e.strerror}): is {path.parent} writable?") from e
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RetrieverError(_held_message(fd, bundle_dir)) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()} {doing}\n".encode())
+        try:
+            yield
+        finally:
+            os.ftruncate(fd, 0)
+    finally:
+        os.close(fd)
+
+
+def _held_message(fd: int, bundle_dir: Path | str) -> str:
+    pid, _, doing = os.pread(fd, 200, 0).decode(errors="replace").strip().partition(" ")
+    return (
+        f"another vault2okf is {doing or 'using'} {bundle_dir} (pid {pid or '?'}): wait for it to finish, "
+        "or stop it and run this again."
+    )

@@ -1,15 +1,27 @@
-"""Bundle files: concept docs, ``index.md`` per folder, ``SKILL.md``, and the atomic swap into place."""
+"""Bundle files: concept docs, ``index.md`` per folder, ``SKILL.md``; the lock, the checks and the swap.
+
+Beside the bundle ``PARENT/NAME`` convert uses three kinds of siblings (docs/adr-002-bundle-swap.md):
+``.NAME.lock`` (the bundle lock, shared with `vault2okf index`), ``.NAME.tmp-PID`` (the new bundle being
+built, then the old one being removed) and, only where the kernel cannot exchange two folders,
+``.NAME.old-PID``. Leftovers of a killed run are cleaned up, and the index they hold restored, at the next run.
+"""
 
 from __future__ import annotations
 
+import ctypes
+import errno
+import fcntl
+import hashlib
 import json
 import os
 import posixpath
 import re
 import shutil
+import sys
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +36,9 @@ CONCEPTS = "concepts"
 STATE = ".vault2okf"
 MARKER = f"{STATE}/bundle.json"
 RESERVED = frozenset({"index.md", "log.md"})
+TOOL = "vault2okf"
+LAYOUT = frozenset({"SKILL.md", "okf.duckdb", "link-health.md", "link-health.json", CONCEPTS})  # top level
+SHOWN = 10  # foreign files named in an error
 
 
 @dataclass(frozen=True)
@@ -112,16 +127,147 @@ def skill_text(name: str, vault_name: str, types: Mapping[str, int], totals: Map
     )
 
 
-def check_output(vault: Path, out: Path) -> None:
-    """Refuse an output inside the vault, a vault inside the output, and a folder that is not a bundle."""
+def check_output(vault: Path, out: Path, *, force: bool = False) -> None:
+    """Refuse an output inside the vault, a vault inside the output, a folder that is not a bundle, a bundle
+    holding files vault2okf did not write (unless ``force``), and a bundle another run is using (at once)."""
+    _check_paths(vault, out)
+    with bundle_lock(out, "converting"):  # fail before the work, not after it, when another run holds it
+        pass
+    _check_bundle(out, force)
+
+
+def prepare_output(vault: Path, out: Path, *, force: bool = False) -> None:
+    """Under the bundle lock: finish what a killed run left beside ``out``, then check ``out`` again."""
+    recover(out)
+    _check_paths(vault, out)
+    _check_bundle(out, force)
+
+
+def _check_paths(vault: Path, out: Path) -> None:
     if out == vault or out.is_relative_to(vault):
         raise Vault2OkfError(f"output {out} is inside the vault {vault}; choose a folder outside it")
     if vault.is_relative_to(out):
         raise Vault2OkfError(f"the vault {vault} is inside the output {out}; choose another output folder")
-    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / MARKER).is_file())):
+
+
+def _check_bundle(out: Path, force: bool) -> None:
+    if not out.exists() and not out.is_symlink():
+        return
+    if not out.is_dir():
+        raise Vault2OkfError(f"{out} exists and is not a folder; choose a new or empty folder for the bundle.")
+    if not any(out.iterdir()):
+        return
+    marker = read_marker(out)
+    if marker is None:
         raise Vault2OkfError(
-            f"{out} exists and is not a vault2okf bundle; refusing to replace it. Choose an empty or new folder."
+            f'{out} exists and is not a vault2okf bundle (no {MARKER} saying "tool": "{TOOL}"); refusing to '
+            "replace it. Choose an empty or new folder."
         )
+    foreign = [] if force else foreign_files(out, marker)
+    if foreign:
+        more = f" and {len(foreign) - SHOWN} more" if len(foreign) > SHOWN else ""
+        raise Vault2OkfError(
+            f"{out} holds {len(foreign)} file(s) that vault2okf did not write, which replacing the bundle would "
+            f"delete: {', '.join(foreign[:SHOWN])}{more}. Move them out of the bundle (its index under {STATE}/ "
+            "is kept anyway), or pass --force to replace the bundle regardless."
+        )
+
+
+def read_marker(bundle: Path) -> dict[str, Any] | None:
+    """The bundle's marker when it is vault2okf's (a JSON object with ``"tool": "vault2okf"``), else None."""
+    try:
+        marker = json.loads((bundle / MARKER).read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    return marker if isinstance(marker, dict) and marker.get("tool") == TOOL else None
+
+
+def foreign_files(bundle: Path, marker: Mapping[str, Any]) -> list[str]:
+    """Files in the bundle that vault2okf did not write, or that changed since, per the marker's ``files``.
+
+    A bundle from before the marker listed its files is judged by the layout: anything at the top level
+    other than the bundle's own entries is foreign. Retriever state under ``.vault2okf/`` is never foreign.
+    """
+    found = tree_files(bundle)
+    written = marker.get("files")
+    if not isinstance(written, dict):
+        return [f for f in found if f.split("/", 1)[0] not in LAYOUT]
+    known = [f for f in found if f in written]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        digests = dict(zip(known, pool.map(lambda f: _digest(bundle / f), known), strict=True))
+    added = [f"{f} (not written by vault2okf)" for f in found if f not in written]
+    return added + [f"{f} (changed since vault2okf wrote it)" for f in known if digests[f] != written[f]]
+
+
+def seal(stage: Path) -> None:
+    """Record in the marker every file of the new bundle with its sha256, so that the next convert can tell
+    the files it wrote from files a user added or changed (``foreign_files``)."""
+    files = tree_files(stage)
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        digests = list(pool.map(lambda f: _digest(stage / f), files))
+    marker_path = stage / MARKER
+    marker = json.loads(marker_path.read_text("utf-8"))
+    marker["files"] = dict(zip(files, digests, strict=True))
+    marker_path.write_text(json.dumps(marker, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def tree_files(root: Path) -> list[str]:
+    """Every file (and symlink) under ``root`` as a ``/`` path, sorted, skipping the state folder at the top."""
+    found: list[str] = []
+    folders = [""]
+    while folders:
+        rel = folders.pop()
+        with os.scandir(root / rel) as entries:
+            for entry in entries:
+                path = posixpath.join(rel, entry.name) if rel else entry.name
+                if path == STATE:
+                    continue
+                (folders if entry.is_dir(follow_symlinks=False) else found).append(path)
+    return sorted(found)
+
+
+def _digest(path: Path) -> str:
+    with path.open("rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def lock_path(out: Path) -> Path:
+    out = out.resolve()
+    return out.parent / f".{out.name}.lock"
+
+
+@contextmanager
+def bundle_lock(out: Path, doing: str) -> Iterator[None]:
+    """Hold the bundle's lock while ``doing`` (``converting``); Vault2OkfError at once when another run holds it.
+
+    The lock is ``fcntl.flock`` on ``PARENT/.NAME.lock`` (beside the bundle, since the bundle folder is
+    swapped), the same lock `vault2okf index` takes (`retriever.lock`); the kernel drops it when the process
+    ends, so a killed run never leaves it held. The file says who holds it: ``PID converting``.
+    """
+    path = lock_path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise Vault2OkfError(_held_message(fd, out)) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()} {doing}\n".encode())
+        try:
+            yield
+        finally:
+            os.ftruncate(fd, 0)
+    finally:
+        os.close(fd)
+
+
+def _held_message(fd: int, out: Path) -> str:
+    pid, _, doing = os.pread(fd, 200, 0).decode(errors="replace").strip().partition(" ")
+    return (
+        f"another vault2okf is {doing or 'using'} {out} (pid {pid or '?'}): wait for it to finish, "
+        "or stop it and run this again."
+    )
 
 
 def write_tree(stage: Path, files: Mapping[str, str | bytes], copies: Mapping[str, Path]) -> None:
@@ -137,28 +283,97 @@ def _write_file(path: Path, content: str | bytes) -> None:
 
 
 def swap_into_place(stage: Path, out: Path) -> None:
-    """Replace ``out`` by ``stage``, keeping the retriever's state (index, caches) from ``out/.vault2okf``."""
-    old_state = out / STATE
-    if old_state.is_dir():
-        (stage / STATE).mkdir(exist_ok=True)
-        for entry in old_state.iterdir():
-            if not (stage / STATE / entry.name).exists():
-                os.replace(entry, stage / STATE / entry.name)
-    if not out.exists():
-        os.replace(stage, out)
+    """Put the new bundle ``stage`` at ``out``, which is never missing meanwhile: one atomic exchange of the two
+    folders (``renameat2(RENAME_EXCHANGE)``), then the retriever's state (index, caches) moves from the old
+    bundle into the new one, then the old one is removed. Call it under the bundle lock; a run killed anywhere
+    in here is finished by the next run's ``recover``. Where folders cannot be exchanged (not Linux, or a file
+    system without it) it renames twice, and ``out`` is missing between the two renames.
+    """
+    if not out.exists() and not out.is_symlink():
+        os.rename(stage, out)
         return
-    trash = out.parent / f".{out.name}.old-{os.getpid()}"
-    os.replace(out, trash)
-    os.replace(stage, out)
-    shutil.rmtree(trash, ignore_errors=True)
+    if _exchange(stage, out):
+        old = stage  # the old bundle now sits where the new one was built
+    else:
+        old = _sibling(out, "old")
+        os.rename(out, old)
+        os.rename(stage, out)
+    adopt_state(old, out)
+    shutil.rmtree(old)
+
+
+def adopt_state(old: Path, new: Path) -> None:
+    """Move the entries of ``old/.vault2okf`` that ``new`` lacks (the index, caches) into ``new``, one rename
+    each; the new bundle's own marker stays. Safe to repeat after a crash: what moved is not moved again."""
+    source = old / STATE
+    if not source.is_dir():
+        return
+    target = new / STATE
+    target.mkdir(exist_ok=True)
+    for entry in sorted(source.iterdir()):
+        if entry.name != posixpath.basename(MARKER) and not os.path.lexists(target / entry.name):
+            os.rename(entry, target / entry.name)
+
+
+def recover(out: Path) -> list[Path]:
+    """Finish what a killed convert left beside ``out`` (call under the bundle lock): put back a bundle that
+    was moved aside, move the index out of a leftover into ``out``, then delete the leftovers.
+
+    Returns the leftovers it found. Nothing is touched while ``out`` holds something that is not a bundle.
+    """
+    leftovers = _leftovers(out)
+    if not out.exists() and not out.is_symlink():
+        moved = [p for p in leftovers if p.name.startswith(f".{out.name}.old-") and read_marker(p) is not None]
+        if moved:
+            os.rename(moved[0], out)
+    if out.exists() and read_marker(out) is None and any(out.iterdir()):
+        return leftovers
+    for path in leftovers:
+        if os.path.lexists(path):
+            if out.exists():
+                adopt_state(path, out)
+            shutil.rmtree(path)
+    return leftovers
 
 
 def staging_dir(out: Path) -> Path:
-    stage = out.parent / f".{out.name}.tmp-{os.getpid()}"
+    stage = _sibling(out, "tmp")
     if stage.exists():
         shutil.rmtree(stage)
     stage.mkdir(parents=True)
     return stage
+
+
+def _sibling(out: Path, kind: str) -> Path:
+    return out.parent / f".{out.name}.{kind}-{os.getpid()}"
+
+
+def _leftovers(out: Path) -> list[Path]:
+    """``.NAME.tmp-PID`` and ``.NAME.old-PID`` beside ``out``: only ever left by a run that was killed."""
+    pattern = re.compile(rf"\.{re.escape(out.name)}\.(tmp|old)-\d+")
+    if not out.parent.is_dir():
+        return []
+    return sorted(p for p in out.parent.iterdir() if pattern.fullmatch(p.name) and p.is_dir() and not p.is_symlink())
+
+
+_AT_FDCWD = -100
+_RENAME_EXCHANGE = 2
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths in one atomic step; False where the kernel or file system cannot (the caller renames)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    renameat2 = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
+    if renameat2 is None:  # a libc older than glibc 2.28
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(code, os.strerror(code), str(b))
 
 
 def _md(text: str) -> str:

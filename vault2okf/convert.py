@@ -38,11 +38,11 @@ class ConvertResult:
     stages: dict[str, float]  # seconds per stage: walk, parse, resolve, write
 
 
-def convert(vault: Path, out: Path, *, config_path: Path | None = None) -> ConvertResult:
+def convert(vault: Path, out: Path, *, config_path: Path | None = None, force: bool = False) -> ConvertResult:
     clock = _Clock()
     vault, out = vault.resolve(), out.resolve()
     config = load_config(vault, config_path)
-    b.check_output(vault, out)
+    b.check_output(vault, out, force=force)
     walk = walk_vault(vault, config.exclude)
     clock.lap("walk")
     notes = [parse_note(f.path, f.abs_path.read_bytes()) for f in walk.notes]
@@ -60,13 +60,16 @@ def convert(vault: Path, out: Path, *, config_path: Path | None = None) -> Conve
         aliases=aliases,
     )
     clock.lap("resolve")
-    stage = b.staging_dir(out)
-    try:
-        _write(stage, out.name, vault, walk, notes, metas, records, report, clock)
-        b.swap_into_place(stage, out)
-    except BaseException:
-        shutil.rmtree(stage, ignore_errors=True)
-        raise
+    with b.bundle_lock(out, "converting"):  # one convert or index of a bundle at a time
+        b.prepare_output(vault, out, force=force)
+        stage = b.staging_dir(out)
+        try:
+            _write(stage, out.name, vault, walk, notes, metas, records, report, clock)
+            b.seal(stage)
+        except BaseException:
+            shutil.rmtree(stage, ignore_errors=True)
+            raise
+        b.swap_into_place(stage, out)  # never leaves `out` missing; a kill in it is finished by the next run
     clock.lap("swap")
     return ConvertResult(out, len(notes), len(records), report, clock.total(), clock.laps)
 

@@ -1,0 +1,220 @@
+"""The bundle lock, the swap into place, the leftovers of a killed run, and files vault2okf did not write."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import duckdb
+import pytest
+from typer.testing import CliRunner
+
+from retriever.errors import RetrieverError
+from retriever.index import index_bundle
+from vault2okf import bundle as b
+from vault2okf.cli import app
+from vault2okf.convert import convert
+from vault2okf.errors import Vault2OkfError
+
+VAULTS = Path(__file__).resolve().parents[2] / "shared" / "vaults"
+VAULT = VAULTS / "children-of-ash"
+CLI = Path(sys.executable).parent / "vault2okf"
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not VAULT.is_dir():
+        pytest.skip(f"{VAULT} not present")
+    out = tmp_path_factory.mktemp("template") / "bundle"
+    convert(VAULT, out)
+    return out
+
+
+@pytest.fixture
+def bundle(template: Path, tmp_path: Path) -> Path:
+    """A converted bundle with a stand-in retriever state (a file per kind of entry the retriever keeps)."""
+    out = tmp_path / "bundle"
+    shutil.copytree(template, out)
+    (out / b.STATE / "chroma").mkdir()
+    (out / b.STATE / "chroma" / "chroma.sqlite3").write_bytes(b"index")
+    (out / b.STATE / "index.json").write_text("{}", "utf-8")
+    return out
+
+
+def usable(out: Path) -> bool:
+    """The OKF tree, a database that opens, the link-health report, a vault2okf marker."""
+    with duckdb.connect(str(out / "okf.duckdb"), read_only=True) as con:
+        concepts = con.execute("SELECT count(*) FROM concepts").fetchone()[0]
+    tree = (out / "concepts" / "index.md").is_file()
+    return tree and concepts > 0 and (out / "link-health.json").is_file() and b.read_marker(out) is not None
+
+
+def state_kept(out: Path) -> bool:
+    return (out / b.STATE / "chroma" / "chroma.sqlite3").read_bytes() == b"index"
+
+
+def siblings(out: Path) -> list[str]:
+    return sorted(p.name for p in out.parent.iterdir() if p.name != out.name)
+
+
+# --- the lock ---------------------------------------------------------------------------------------------
+
+
+def test_convert_fails_at_once_while_another_run_holds_the_bundle(bundle: Path) -> None:
+    held = rf"another vault2okf is indexing {bundle} \(pid {os.getpid()}\)"
+    with b.bundle_lock(bundle, "indexing"), pytest.raises(Vault2OkfError, match=held):
+        convert(VAULT, bundle)
+    assert usable(bundle) and state_kept(bundle)
+    convert(VAULT, bundle)  # released: the next run goes ahead
+    assert usable(bundle) and state_kept(bundle)
+
+
+def test_index_fails_at_once_while_a_convert_holds_the_bundle(bundle: Path) -> None:
+    held = rf"another vault2okf is converting {bundle} \(pid \d+\)"
+    with b.bundle_lock(bundle, "converting"), pytest.raises(RetrieverError, match=held):
+        index_bundle(bundle, embedder_name="minilm", progress=False)
+
+
+def test_the_lock_file_sits_beside_the_bundle_and_is_released(bundle: Path) -> None:
+    with b.bundle_lock(bundle, "converting"):
+        assert (bundle.parent / ".bundle.lock").read_text() == f"{os.getpid()} converting\n"
+    assert (bundle.parent / ".bundle.lock").read_text() == ""
+
+
+def test_two_converts_at_once_one_refused_clearly_bundle_and_index_survive(bundle: Path) -> None:
+    outcomes = []
+    for _ in range(3):
+        runs = [subprocess.Popen([CLI, "convert", VAULT, "-o", bundle], stderr=subprocess.PIPE) for _ in range(2)]
+        for run in runs:
+            _, err = run.communicate(timeout=120)
+            outcomes.append(run.returncode)
+            assert run.returncode == 0 or b"another vault2okf is converting" in err, err.decode()
+        assert usable(bundle) and state_kept(bundle)
+    assert siblings(bundle) == [".bundle.lock"]
+    assert 0 in outcomes
+
+
+# --- the swap ---------------------------------------------------------------------------------------------
+
+
+def test_the_bundle_path_is_never_missing_during_swaps(bundle: Path) -> None:
+    missing, done = [], threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            if not (bundle / "SKILL.md").is_file():
+                missing.append(1)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        for _ in range(50):  # with two renames instead of one exchange, a gap shows within ~30
+            stage = b.staging_dir(bundle)
+            shutil.copytree(bundle, stage, dirs_exist_ok=True, ignore=shutil.ignore_patterns("chroma", "index.json"))
+            b.swap_into_place(stage, bundle)
+    finally:
+        done.set()
+        watcher.join()
+    assert not missing and usable(bundle) and state_kept(bundle) and siblings(bundle) == []
+
+
+def test_reconvert_keeps_the_index_and_leaves_only_the_lock_beside(bundle: Path) -> None:
+    convert(VAULT, bundle)
+    assert usable(bundle) and state_kept(bundle) and siblings(bundle) == [".bundle.lock"]
+
+
+# --- what a killed run leaves, finished by the next run -----------------------------------------------------
+
+
+def test_killed_after_the_exchange_the_index_moves_back(bundle: Path, template: Path) -> None:
+    old = bundle.parent / ".bundle.tmp-4242"  # the exchange happened: the old bundle (with the index) is here
+    bundle.rename(old)
+    shutil.copytree(template, bundle)
+    (old / b.STATE / "index.json").rename(bundle / b.STATE / "index.json")  # one entry had already moved
+    convert(VAULT, bundle)
+    assert usable(bundle) and state_kept(bundle) and (bundle / b.STATE / "index.json").is_file()
+    assert siblings(bundle) == [".bundle.lock"]
+
+
+def test_killed_between_two_renames_the_old_bundle_is_put_back(bundle: Path) -> None:
+    bundle.rename(bundle.parent / ".bundle.old-4242")  # where folders cannot be exchanged, the gap
+    b.recover(bundle)
+    assert usable(bundle) and state_kept(bundle) and siblings(bundle) == []
+
+
+def test_a_half_written_stage_is_removed_and_user_folders_alike_are_not(bundle: Path) -> None:
+    (bundle.parent / ".bundle.tmp-77" / "concepts").mkdir(parents=True)
+    (bundle.parent / ".bundle.tmp-notes").mkdir()
+    removed = b.recover(bundle)
+    assert [p.name for p in removed] == [".bundle.tmp-77"]
+    assert siblings(bundle) == [".bundle.tmp-notes"] and usable(bundle) and state_kept(bundle)
+
+
+# --- files vault2okf did not write ---------------------------------------------------------------------------
+
+
+def test_files_a_user_added_or_changed_are_listed_and_kept(bundle: Path) -> None:
+    (bundle / "my notes.txt").write_text("mine", "utf-8")
+    (bundle / "concepts" / "Extra.md").write_text("# mine\n", "utf-8")
+    (bundle / "SKILL.md").write_text("edited by hand\n", "utf-8")
+    with pytest.raises(Vault2OkfError) as caught:
+        convert(VAULT, bundle)
+    message = str(caught.value)
+    assert "3 file(s) that vault2okf did not write" in message and "--force" in message
+    assert "my notes.txt (not written by vault2okf)" in message
+    assert "concepts/Extra.md (not written by vault2okf)" in message
+    assert "SKILL.md (changed since vault2okf wrote it)" in message
+    assert (bundle / "my notes.txt").read_text("utf-8") == "mine"
+    assert (bundle / "SKILL.md").read_text("utf-8") == "edited by hand\n"
+
+
+def test_force_replaces_them_and_keeps_the_index(bundle: Path) -> None:
+    (bundle / "my notes.txt").write_text("mine", "utf-8")
+    result = runner.invoke(app, ["convert", str(VAULT), "-o", str(bundle)])
+    assert result.exit_code != 0 and "my notes.txt" in result.output and (bundle / "my notes.txt").exists()
+    result = runner.invoke(app, ["convert", str(VAULT), "-o", str(bundle), "--force"])
+    assert result.exit_code == 0, result.output
+    assert not (bundle / "my notes.txt").exists() and usable(bundle) and state_kept(bundle)
+
+
+def test_many_foreign_files_are_counted_and_the_first_ones_named(bundle: Path) -> None:
+    for i in range(25):
+        (bundle / f"extra-{i:02}.txt").write_text("x", "utf-8")
+    with pytest.raises(Vault2OkfError, match=r"25 file\(s\).*extra-00\.txt.*extra-09\.txt.* and 15 more"):
+        convert(VAULT, bundle)
+
+
+def test_a_marker_that_is_not_vault2okfs_is_not_a_bundle(tmp_path: Path) -> None:
+    out = tmp_path / "mine"
+    (out / b.STATE).mkdir(parents=True)
+    (out / b.MARKER).write_text("{}", "utf-8")
+    (out / "precious.txt").write_text("keep me", "utf-8")
+    for force in (False, True):
+        with pytest.raises(Vault2OkfError, match="is not a vault2okf bundle"):
+            convert(VAULT, out, force=force)
+    assert (out / "precious.txt").read_text("utf-8") == "keep me"
+
+
+def test_a_bundle_from_before_the_file_list_is_judged_by_its_layout(bundle: Path) -> None:
+    marker = json.loads((bundle / b.MARKER).read_text("utf-8"))
+    del marker["files"]
+    (bundle / b.MARKER).write_text(json.dumps(marker), "utf-8")
+    (bundle / "concepts" / "Old extra.md").write_text("x", "utf-8")  # inside the tree: cannot be told apart
+    (bundle / "todo.txt").write_text("x", "utf-8")
+    with pytest.raises(Vault2OkfError, match=r"1 file\(s\).*todo\.txt"):
+        convert(VAULT, bundle)
+    (bundle / "todo.txt").unlink()
+    convert(VAULT, bundle)
+    assert usable(bundle) and state_kept(bundle) and "files" in json.loads((bundle / b.MARKER).read_text("utf-8"))
+
+
+def test_the_marker_lists_every_file_written_with_its_hash(template: Path) -> None:
+    files = json.loads((template / b.MARKER).read_text("utf-8"))["files"]
+    assert sorted(files) == b.tree_files(template) and {"SKILL.md", "okf.duckdb", "concepts/index.md"} <= set(files)
+    assert b.foreign_files(template, json.loads((template / b.MARKER).read_text("utf-8"))) == []

@@ -15,7 +15,8 @@ from pathlib import Path
 from retriever.chunk import Chunk, chunk_note
 from retriever.embed import DEFAULT_EMBEDDER, Embedder, get_embedder
 from retriever.errors import RetrieverError
-from retriever.lock import bundle_lock
+from retriever.lock import bundle_lock, check_no_stranded_index
+from retriever.okf import concept_texts
 from retriever.store import ChunkStore, collection_name, open_client
 
 MAX_TOKENS = 400
@@ -77,6 +78,7 @@ def index_bundle(
     any point resumes where it stopped. Holds the bundle lock: one convert or index of a bundle at a time.
     """
     with bundle_lock(bundle_dir, "indexing"):
+        check_no_stranded_index(bundle_dir)
         return _index(bundle_dir, embedder_name, chroma_path, chroma_url, progress, device, batch_size)
 
 
@@ -130,15 +132,8 @@ def _reuse_collection(bundle_dir: Path | str, embedder_name: str) -> str | None:
 
 
 def load_concepts(bundle_dir: Path | str) -> list[tuple[str, str, str]]:
-    """(id, title, body) of every concept, ordered by id, from a read-only connection to okf.duckdb."""
-    import duckdb
-
-    db = Path(bundle_dir) / "okf.duckdb"
-    if not db.is_file():
-        raise RetrieverError(f"No okf.duckdb in {bundle_dir}: run `vault2okf convert VAULT -o {bundle_dir}` first.")
-    with duckdb.connect(str(db), read_only=True) as con:
-        rows = con.execute("SELECT id, title, body FROM concepts ORDER BY id").fetchall()
-    return [(cid, title or cid.rsplit("/", 1)[-1], body or "") for cid, title, body in rows]
+    """(id, title, body) of every concept, ordered by id (read-only, schema checked: `retriever.okf`)."""
+    return [(c.id, c.title, c.body) for c in concept_texts(Path(bundle_dir))]
 
 
 def chunk_concepts(concepts: list[tuple[str, str, str]]) -> list[Chunk]:

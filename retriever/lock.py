@@ -8,11 +8,15 @@ rule (the two packages share files, not code). The file says who holds it: ``PID
 
 import fcntl
 import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from retriever.errors import RetrieverError
+
+STATE = ".vault2okf"
+STATE_ENTRIES = ("chroma", "index.json")
 
 
 def lock_path(bundle_dir: Path | str) -> Path:
@@ -41,6 +45,21 @@ def bundle_lock(bundle_dir: Path | str, doing: str) -> Iterator[None]:
             os.ftruncate(fd, 0)
     finally:
         os.close(fd)
+
+
+def check_no_stranded_index(bundle_dir: Path | str) -> None:
+    """RetrieverError when a killed `vault2okf convert` left this bundle's index beside it (``.NAME.tmp-PID``):
+    indexing now would build a second index, while the next convert moves the first one back."""
+    bundle = Path(bundle_dir).resolve()
+    leftover = re.compile(rf"\.{re.escape(bundle.name)}\.(tmp|old)-\d+")
+    siblings = bundle.parent.iterdir() if bundle.parent.is_dir() else iter(())
+    for path in sorted(p for p in siblings if leftover.fullmatch(p.name)):
+        stranded = [e for e in STATE_ENTRIES if (path / STATE / e).exists() and not (bundle / STATE / e).exists()]
+        if stranded:
+            raise RetrieverError(
+                f"an interrupted `vault2okf convert` left the index of {bundle_dir} in {path}: run the convert "
+                "again, which moves it back into the bundle, then index."
+            )
 
 
 def _held_message(fd: int, bundle_dir: Path | str) -> str:

@@ -218,3 +218,15 @@ def test_the_marker_lists_every_file_written_with_its_hash(template: Path) -> No
     files = json.loads((template / b.MARKER).read_text("utf-8"))["files"]
     assert sorted(files) == b.tree_files(template) and {"SKILL.md", "okf.duckdb", "concepts/index.md"} <= set(files)
     assert b.foreign_files(template, json.loads((template / b.MARKER).read_text("utf-8"))) == []
+
+
+def test_index_refuses_while_a_killed_convert_holds_the_index_beside_the_bundle(bundle: Path) -> None:
+    old = bundle.parent / ".bundle.tmp-4242"
+    old.mkdir()
+    (bundle / b.STATE / "index.json").rename(old / "index.json")  # as if killed after moving the rest
+    (old / b.STATE).mkdir()
+    (old / "index.json").rename(old / b.STATE / "index.json")
+    with pytest.raises(RetrieverError, match=r"left the index of .* in .*\.bundle\.tmp-4242: run the convert again"):
+        index_bundle(bundle, embedder_name="minilm", progress=False)
+    convert(VAULT, bundle)
+    assert (bundle / b.STATE / "index.json").is_file() and siblings(bundle) == [".bundle.lock"]

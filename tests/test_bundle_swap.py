@@ -230,3 +230,11 @@ def test_index_refuses_while_a_killed_convert_holds_the_index_beside_the_bundle(
         index_bundle(bundle, embedder_name="minilm", progress=False)
     convert(VAULT, bundle)
     assert (bundle / b.STATE / "index.json").is_file() and siblings(bundle) == [".bundle.lock"]
+
+
+def test_a_touched_or_copied_file_is_not_foreign_but_a_same_size_edit_is(bundle: Path) -> None:
+    marker = json.loads((bundle / b.MARKER).read_text("utf-8"))
+    os.utime(bundle / "link-health.md", ns=(1, 1))  # what `cp` without -p does: same bytes, new mtime
+    skill = (bundle / "SKILL.md").read_bytes()
+    (bundle / "SKILL.md").write_bytes(skill.replace(b"vault2okf", b"VAULT2OKF"))
+    assert b.foreign_files(bundle, marker) == ["SKILL.md (changed since vault2okf wrote it)"]

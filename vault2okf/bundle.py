@@ -194,21 +194,36 @@ def foreign_files(bundle: Path, marker: Mapping[str, Any]) -> list[str]:
         return [f for f in found if f.split("/", 1)[0] not in LAYOUT]
     known = [f for f in found if f in written]
     with ThreadPoolExecutor(max_workers=8) as pool:
-        digests = dict(zip(known, pool.map(lambda f: _digest(bundle / f), known), strict=True))
+        same = dict(zip(known, pool.map(lambda f: _unchanged(bundle / f, written[f]), known), strict=True))
     added = [f"{f} (not written by vault2okf)" for f in found if f not in written]
-    return added + [f"{f} (changed since vault2okf wrote it)" for f in known if digests[f] != written[f]]
+    return added + [f"{f} (changed since vault2okf wrote it)" for f in known if not same[f]]
 
 
 def seal(stage: Path) -> None:
-    """Record in the marker every file of the new bundle with its sha256, so that the next convert can tell
-    the files it wrote from files a user added or changed (``foreign_files``)."""
+    """Record in the marker every file of the new bundle (sha256, size, mtime), so that the next convert can
+    tell the files it wrote from files a user added or changed (``foreign_files``)."""
     files = tree_files(stage)
     with ThreadPoolExecutor(max_workers=8) as pool:
-        digests = list(pool.map(lambda f: _digest(stage / f), files))
+        records = list(pool.map(lambda f: _record(stage / f), files))
     marker_path = stage / MARKER
     marker = json.loads(marker_path.read_text("utf-8"))
-    marker["files"] = dict(zip(files, digests, strict=True))
+    marker["files"] = dict(zip(files, records, strict=True))
     marker_path.write_text(json.dumps(marker, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def _record(path: Path) -> dict[str, Any]:
+    stat = path.stat()
+    return {"sha256": _digest(path), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+
+
+def _unchanged(path: Path, record: Any) -> bool:
+    """Same size and mtime as recorded (a stat, as git does), else the same sha256 (a copied bundle)."""
+    if not isinstance(record, dict) or path.is_symlink():
+        return False
+    stat = path.stat()
+    if stat.st_size != record.get("size"):
+        return False
+    return stat.st_mtime_ns == record.get("mtime_ns") or _digest(path) == record.get("sha256")
 
 
 def tree_files(root: Path) -> list[str]:

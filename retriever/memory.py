@@ -1,7 +1,8 @@
-"""What retrieval keeps in memory per process: every chunk's vector, a BM25 index, and link-context vectors.
+"""What retrieval keeps in memory per process: every chunk's text and vector, BM25 indexes, link-context vectors.
 
-Loaded once when a bundle is opened (startup cost, not query latency), so the hop can score hundreds of
-neighbours in a few milliseconds with numpy instead of round trips to Chroma.
+The chunk table is copied from the Chroma collection when a bundle is opened (docs/adr-003-in-memory-vectors.md),
+so the hop scores hundreds of neighbours in a few milliseconds with numpy instead of round trips to Chroma. The
+BM25 indexes and the link-context vectors are built on first use (``Retriever.prepare`` builds them before timing).
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ import numpy as np
 
 from retriever.embed import Embedder
 from retriever.graph import NoteGraph
+from retriever.store import ChunkStore
 
-_PAGE = 2000
 _WORD = re.compile(r"\w\w+")
 _STOP = frozenset(
     """the a an and or of to in on at for with by from is are was were be been who what when where which why how
@@ -38,18 +39,15 @@ class ChunkTable:
     rows_of: dict[str, list[int]]  # note id -> chunk rows in document order
 
     @classmethod
-    def from_collection(cls, collection: Any) -> ChunkTable:
+    def from_store(cls, store: ChunkStore) -> ChunkTable:
         ids, notes, texts, tokens, vectors = [], [], [], [], []
-        for offset in range(0, collection.count(), _PAGE):
-            page = collection.get(include=["documents", "metadatas", "embeddings"], limit=_PAGE, offset=offset)
-            for cid, text, meta, vec in zip(
-                page["ids"], page["documents"], page["metadatas"], page["embeddings"], strict=True
-            ):
-                ids.append(cid)
-                notes.append(meta["note_id"])
-                texts.append(text)
-                tokens.append(int(meta["tokens"]))
-                vectors.append(np.asarray(vec, dtype=np.float32))
+        for row in store.rows(["documents", "metadatas", "embeddings"]):
+            meta = row.metadata or {}
+            ids.append(row.chunk_id)
+            notes.append(meta["note_id"])
+            texts.append(row.document or "")
+            tokens.append(int(meta["tokens"]))
+            vectors.append(row.embedding)
         order = sorted(range(len(ids)), key=lambda i: (notes[i], _chunk_no(ids[i])))
         rows_of: dict[str, list[int]] = defaultdict(list)
         for row, i in enumerate(order):
@@ -130,7 +128,7 @@ class ContextVectors:
         self.vectors = vectors
 
     @classmethod
-    def build(cls, graph: NoteGraph, embedder: Embedder, cache_dir: Path, progress: bool = False) -> ContextVectors:
+    def build(cls, graph: NoteGraph, embedder: Embedder, cache_dir: Path) -> ContextVectors:
         texts = sorted({t for nbrs in graph.neighbours.values() for ts in nbrs.values() for t in ts})
         digest = hashlib.sha256("\n".join([embedder.name, *texts]).encode()).hexdigest()[:16]
         path = cache_dir / f"contexts-{embedder.name}-{digest}.npy"

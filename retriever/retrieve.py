@@ -133,7 +133,7 @@ class Retriever:
         self.store = store
         self.embedder = embedder
         self.graph = graph
-        self.table = ChunkTable.from_collection(store.collection)
+        self.table = ChunkTable.from_store(store)
         self.row_of = {cid: i for i, cid in enumerate(self.table.ids)}
         if not self.table.ids:
             raise RetrieverError(f"the index of {bundle} is empty: run `vault2okf index {bundle}`")

@@ -1,0 +1,74 @@
+"""The consumer's one bundle reader: read-only, and it refuses a schema it does not know, saying what to do."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from retriever.errors import RetrieverError
+from retriever.graph import load_graph
+from retriever.okf import SCHEMA_VERSION, concept_texts, read_bundle
+from vault2okf.convert import convert
+from vault2okf.db import SCHEMA_VERSION as WRITTEN_VERSION
+
+
+@pytest.fixture
+def bundle(tmp_path: Path) -> Path:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Mira.md").write_text("Mira knows [[Tam]].\n", "utf-8")
+    (vault / "Tam.md").write_text("Tam runs the ferry.\n", "utf-8")
+    convert(vault, tmp_path / "bundle")
+    return tmp_path / "bundle"
+
+
+def _set_version(bundle: Path, version: str | None) -> None:
+    with duckdb.connect(str(bundle / "okf.duckdb")) as con:
+        con.execute("DELETE FROM meta WHERE key = 'schema_version'")
+        if version is not None:
+            con.execute("INSERT INTO meta VALUES ('schema_version', ?)", [version])
+
+
+def test_the_reader_knows_the_version_the_producer_writes(bundle: Path) -> None:
+    assert SCHEMA_VERSION == WRITTEN_VERSION
+    assert [c.id for c in concept_texts(bundle)] == ["Mira", "Tam"]
+    assert set(load_graph(bundle).neighbours["Tam"]) == {"Mira"}  # a backlink is a neighbour too
+
+
+def test_the_connection_is_read_only(bundle: Path) -> None:
+    with read_bundle(bundle) as con, pytest.raises(duckdb.Error, match="read-only"):
+        con.execute("DELETE FROM concepts")
+
+
+@pytest.mark.parametrize(
+    ("version", "message"),
+    [
+        (None, r"schema unknown, older than the 1 this vault2okf reads: re-convert it with `vault2okf convert"),
+        ("0", r"schema 0, older .* re-convert it"),
+        (
+            str(SCHEMA_VERSION + 1),
+            rf"schema {SCHEMA_VERSION + 1}, newer than the {SCHEMA_VERSION} .*: upgrade vault2okf",
+        ),
+    ],
+)
+def test_an_unknown_schema_is_refused_with_what_to_do(bundle: Path, version: str | None, message: str) -> None:
+    _set_version(bundle, version)
+    with pytest.raises(RetrieverError, match=message):
+        concept_texts(bundle)
+    with pytest.raises(RetrieverError, match=message):
+        load_graph(bundle)
+
+
+def test_a_missing_bundle_and_a_missing_database_are_told_apart(tmp_path: Path) -> None:
+    with pytest.raises(RetrieverError, match="does not exist"):
+        concept_texts(tmp_path / "nope")
+    with pytest.raises(RetrieverError, match="no okf.duckdb in .*: run `vault2okf convert VAULT -o"):
+        concept_texts(tmp_path)
+
+
+def test_a_damaged_database_is_an_error_not_a_crash(bundle: Path) -> None:
+    (bundle / "okf.duckdb").write_bytes(b"this is not a duckdb file" * 100)
+    with pytest.raises(RetrieverError, match="cannot be opened"):
+        concept_texts(bundle)

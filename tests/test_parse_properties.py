@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from vault2okf.bundle import render_doc
+from vault2okf.config import Config
+from vault2okf.meta import note_meta
 from vault2okf.parse import parse_note
-from vault2okf.scan import find_spans
+from vault2okf.report import LinkRecord, LinkReport
+from vault2okf.resolve import Resolver
+from vault2okf.rewrite import rewrite_body
 
 PIECES = st.sampled_from(
     ["[[", "]]", "|", "\\|", "#", "^", "![[", "](", "[", "]", "(", ")", "`", "```", "~~~", "%%", "\n", "\n\n",
@@ -33,10 +40,71 @@ def test_any_bytes_parse_without_error(data: bytes) -> None:
     parse_note("n.md", data)
 
 
-def test_no_catastrophic_backtracking_on_hostile_lines() -> None:
-    """ReDoS check: long runs of the characters the link rules look at stay linear."""
-    for hostile in ("[[" * 20000, "[" * 40000 + "](", "%%" * 20000, "`" * 40000, "![[a|" * 10000, "#" * 40000):
+# Growth tests, not wall-clock limits: the time at n and at 4n repetitions (best of a few runs, so a busy
+# machine slows both alike) must grow about linearly, by ~4. Quadratic code grows by ~16 (the code before
+# issue 13 grew by 6-10 at these sizes, where its linear part still counts).
+UNITS = {
+    "[[": "[[", "![[a|": "![[a|", "![[": "![[", "[[x]] ": "[[x]] ", "[": "[", "[a](": "[a](", "](": "](",
+    "%%": "%%", "`": "`", "#": "#", "<": "<", "[[a#": "[[a#", "| [[x\\|y]] ": "| [[x\\|y]] ",
+}  # fmt: skip
+LINE_UNITS = {"indented [[x]]": "    [[x]]\n", "indented after list": "      [[x]]\n", "quoted": "> [[x]]\n"}
+MIN_SECONDS = 0.04  # n doubles until one run takes this long, so timer noise stays small against it
+FACTOR = 4
+MAX_RATIO = 6.0  # 1.5x linear growth
+
+
+def pipeline(text: str) -> None:
+    """What convert does to one note: parse, fields, resolve, rewrite, render the doc, report."""
+    note = parse_note("n.md", text.encode("utf-8"))
+    meta = note_meta(note.path, note.frontmatter, note.body, 0, Config(), note.code)
+    resolver = Resolver(["n.md", "x.md", "a.md"], ["x.png"])
+    records = [LinkRecord(note.path, link, resolver.resolve(link.target, note.path)) for link in note.links]
+    body = rewrite_body(note, {r.link: r.resolution for r in records}, {"n.md": "n.md", "x.md": "x.md", "a.md": "a.md"})
+    render_doc({"title": meta.title, "description": meta.description, **note.frontmatter}, body)
+    LinkReport("v", (note.path,), tuple(records), (), (), {}).to_json_text()
+
+
+def best_time(work: Callable[[int], object], n: int, repeats: int = 5) -> float:
+    times = []
+    for _ in range(repeats):
         start = time.perf_counter()
-        list(find_spans([hostile]))
-        parse_note("n.md", ("---\ntags: [" + hostile[:5000] + "\n---\n" + hostile).encode())
-        assert time.perf_counter() - start < 5, hostile[:10]
+        work(n)
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def growth(work: Callable[[int], object]) -> tuple[int, float, float]:
+    """(n, time at n, time at FACTOR * n), n the first power of two from 1024 where one run takes MIN_SECONDS."""
+    n = 1024
+    while best_time(work, n, repeats=1) < MIN_SECONDS and n < 2**18:
+        n *= 2
+    return n, best_time(work, n), best_time(work, FACTOR * n, repeats=3)
+
+
+def hostile_note(unit: str, n: int) -> str:
+    line = unit * n
+    # in frontmatter, as the description, and on a line with a link (so the inline parser reads it)
+    return f"---\ntags: [{line[:5000]}\n---\n{line}\n\n[[x]] {line} [[x]]\n"
+
+
+@pytest.mark.parametrize("unit", list(UNITS.values()), ids=list(UNITS))
+def test_time_grows_linearly_with_a_run_on_one_line(unit: str) -> None:
+    n, t1, t2 = growth(lambda k: pipeline(hostile_note(unit, k)))
+    assert t2 / t1 < MAX_RATIO, f"{unit!r}: {n} -> {t1:.3f}s, {FACTOR * n} -> {t2:.3f}s (ratio {t2 / t1:.1f})"
+
+
+@pytest.mark.parametrize("unit", list(LINE_UNITS.values()), ids=list(LINE_UNITS))
+def test_time_grows_linearly_with_the_number_of_lines(unit: str) -> None:
+    n, t1, t2 = growth(lambda k: pipeline("para\n\n" + unit * k))
+    assert t2 / t1 < MAX_RATIO, f"{unit!r}: {n} -> {t1:.3f}s, {FACTOR * n} -> {t2:.3f}s (ratio {t2 / t1:.1f})"
+
+
+def test_the_growth_check_fails_quadratic_work() -> None:
+    """The check itself: deliberately quadratic work fails it, so a pass above means something."""
+
+    def quadratic(k: int) -> int:
+        text = "a" * k
+        return sum(len(text[i:]) for i in range(k))  # each slice copies: O(k^2)
+
+    n, t1, t2 = growth(quadratic)
+    assert t2 / t1 > MAX_RATIO, f"{n}: {t1:.3f}s, {FACTOR * n}: {t2:.3f}s"

@@ -18,6 +18,7 @@ class Config:
     exclude: tuple[str, ...] = ()
     types: dict[str, str] = field(default_factory=dict)  # folder name (case-folded, no numeric prefix) -> type
     overrides: dict[str, str] = field(default_factory=dict)  # link name -> vault path
+    max_note_bytes: int = 5_000_000  # a bigger note is listed and reported, not parsed
 
 
 def load_config(vault: Path, path: Path | None = None) -> Config:
@@ -49,6 +50,9 @@ def _build(data: dict[str, Any]) -> Config:
     types = data.get("types", {})
     overrides = data.get("links", {}).get("overrides", {})
     exclude = data.get("walk", {}).get("exclude", [])
+    max_bytes = data.get("convert", {}).get("max_note_bytes", Config.max_note_bytes)
+    if not isinstance(max_bytes, int) or isinstance(max_bytes, bool) or max_bytes < 1:
+        raise Vault2OkfError(f"config [convert] max_note_bytes = {max_bytes!r}: give a whole number of bytes, >= 1")
     for name, value in (("types", types), ("links.overrides", overrides)):
         if not all(isinstance(v, str) for v in value.values()):
             raise Vault2OkfError(f"config [{name}]: every value must be a string")
@@ -56,12 +60,16 @@ def _build(data: dict[str, Any]) -> Config:
         exclude=tuple(str(e) for e in exclude),
         types={folder_key(k): v for k, v in types.items()},
         overrides=dict(overrides),
+        max_note_bytes=max_bytes,
     )
 
 
 def folder_key(name: str) -> str:
     """``"01 Session Notes"`` -> ``"session notes"``: numeric prefix dropped, case-folded."""
+    return strip_numeric_prefix(name).strip().casefold()
+
+
+def strip_numeric_prefix(name: str) -> str:
+    """``"01 People"`` -> ``"People"``, ``"2.3 Lore"`` -> ``"Lore"``: the one rule for numbered folder names."""
     head, sep, rest = name.partition(" ")
-    if sep and rest and head.rstrip(".-_").replace(".", "").isdigit():
-        name = rest
-    return name.strip().casefold()
+    return rest if sep and rest and head.rstrip(".-_").replace(".", "").isdigit() else name

@@ -17,11 +17,12 @@ from urllib.parse import quote
 from vault2okf import bundle as b
 from vault2okf.config import Config, load_config
 from vault2okf.db import Tables, write_database
-from vault2okf.meta import Meta, note_meta
-from vault2okf.parse import Note, parse_note
+from vault2okf.guard import Problems, note_meta_safe, read_note, resolve_note, rewrite_safe
+from vault2okf.meta import Meta
+from vault2okf.names import assign_doc_paths
+from vault2okf.parse import Note
 from vault2okf.report import LinkRecord, LinkReport
 from vault2okf.resolve import Resolver, Status
-from vault2okf.rewrite import rewrite_body
 from vault2okf.walk import Walk, walk_vault
 
 _NOTE = (Status.RESOLVED, Status.AMBIGUOUS, Status.ALIAS, Status.SELF)
@@ -45,17 +46,18 @@ def convert(vault: Path, out: Path, *, config_path: Path | None = None, force: b
     b.check_output(vault, out, force=force)
     walk = walk_vault(vault, config.exclude)
     clock.lap("walk")
-    notes = [parse_note(f.path, f.abs_path.read_bytes()) for f in walk.notes]
-    mtimes = {f.path: f.abs_path.stat().st_mtime for f in walk.notes}
-    metas = {n.path: note_meta(n.path, n.frontmatter, n.body, mtimes[n.path], config, n.code) for n in notes}
+    problems: Problems = list(walk.problems)  # every step below reports here instead of raising
+    notes = [read_note(f, config, problems) for f in walk.notes]
+    metas = {n.path: note_meta_safe(n, f.mtime, config, problems) for n, f in zip(notes, walk.notes, strict=True)}
     clock.lap("parse")
     aliases = {p: m.aliases for p, m in metas.items() if m.aliases}
-    records = resolve_links(notes, walk, aliases, config)
+    records = resolve_links(notes, walk, aliases, config, problems)
+    rendered = _render(notes, walk, records, problems)
     report = LinkReport(
         vault=vault.name,
         notes=tuple(n.path for n in notes),
         records=tuple(records),
-        problems=tuple((n.path, p) for n in notes for p in n.problems),
+        problems=tuple(sorted([*problems, *((n.path, p) for n in notes for p in n.problems)], key=_by_path)),
         skipped=walk.skipped,
         aliases=aliases,
     )
@@ -64,7 +66,7 @@ def convert(vault: Path, out: Path, *, config_path: Path | None = None, force: b
         b.prepare_output(vault, out, force=force)
         stage = b.staging_dir(out)
         try:
-            _write(stage, out.name, vault, walk, notes, metas, records, report, clock)
+            _write(stage, out.name, vault, walk, notes, metas, records, report, clock, rendered)
             b.seal(stage)
         except BaseException:
             shutil.rmtree(stage, ignore_errors=True)
@@ -89,7 +91,11 @@ class _Clock:
 
 
 def resolve_links(
-    notes: list[Note], walk: Walk, aliases: dict[str, tuple[str, ...]], config: Config
+    notes: list[Note],
+    walk: Walk,
+    aliases: dict[str, tuple[str, ...]],
+    config: Config,
+    problems: Problems | None = None,
 ) -> list[LinkRecord]:
     resolver = Resolver(
         notes=[n.path for n in notes],
@@ -97,7 +103,30 @@ def resolve_links(
         aliases=aliases,
         overrides=config.overrides,
     )
-    return [LinkRecord(n.path, link, resolver.resolve(link.target, n.path)) for n in notes for link in n.links]
+    found = [] if problems is None else problems
+    return [LinkRecord(n.path, link, res) for n in notes for link, res in resolve_note(resolver, n, found)]
+
+
+@dataclass(frozen=True)
+class _Rendered:
+    doc_of: dict[str, str]  # vault path (notes and copied attachments) -> path under concepts/
+    bodies: dict[str, str]  # vault path -> the rewritten body
+    used: frozenset[str]  # attachments that are linked, so copied
+
+
+def _render(notes: list[Note], walk: Walk, records: list[LinkRecord], problems: Problems) -> _Rendered:
+    """Doc paths (collisions moved aside and reported) and every note's rewritten body."""
+    doc_of, collisions = assign_doc_paths(n.path for n in notes)
+    problems.extend(collisions)
+    used = frozenset(r.resolution.path or "" for r in records if r.resolution.status is Status.ATTACHMENT)
+    doc_of.update({a.path: a.path for a in walk.attachments if a.path in used})
+    resolved = {(r.source, r.link): r.resolution for r in records}
+    bodies = {n.path: rewrite_safe(n, {lk: resolved[(n.path, lk)] for lk in n.links}, doc_of, problems) for n in notes}
+    return _Rendered(doc_of, bodies, used)
+
+
+def _by_path(item: tuple[str, Any]) -> str:
+    return item[0]
 
 
 def _write(
@@ -110,15 +139,13 @@ def _write(
     records: list[LinkRecord],
     report: LinkReport,
     clock: _Clock,
+    rendered: _Rendered,
 ) -> None:
-    doc_of = {n.path: b.doc_path_for(n.path) for n in notes}
-    used = {r.resolution.path for r in records if r.resolution.status is Status.ATTACHMENT}
-    doc_of.update({a.path: a.path for a in walk.attachments if a.path in used})
-    resolved = {(r.source, r.link): r.resolution for r in records}
+    doc_of, used = rendered.doc_of, rendered.used
     files: dict[str, str | bytes] = {}
     docs, concepts = [], []
     for note in notes:
-        body = rewrite_body(note, {lk: resolved[(note.path, lk)] for lk in note.links}, doc_of)
+        body = rendered.bodies[note.path]
         doc = _doc(note, metas[note.path], body, doc_of[note.path], vault.name)
         files[f"{b.CONCEPTS}/{doc.doc_path}"] = doc.text
         docs.append(doc)

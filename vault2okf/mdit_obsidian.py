@@ -13,18 +13,37 @@ from markdown_it import MarkdownIt
 from markdown_it.rules_inline import StateInline
 
 
+def _find(state: StateInline, needle: str, pos: int) -> int:
+    """``state.src.find(needle, pos)``, remembered per source: the rule runs at every ``[[`` of a line, and
+    searching to the end each time would make a line of n unclosed ``[[`` cost O(n^2)."""
+    src = state.src
+    memo: tuple[str, dict[str, tuple[int, int]]] | None = state.env.get("_obsidian_find")
+    if memo is None or memo[0] is not src:
+        memo = (src, {})
+        state.env["_obsidian_find"] = memo
+    seen = memo[1]
+    searched_from, found = seen.get(needle, (len(src) + 1, -1))
+    if searched_from <= pos and (found == -1 or found >= pos):
+        return found  # nothing in [searched_from, found), so nothing in [pos, found) either
+    found = src.find(needle, pos)
+    seen[needle] = (pos, found)
+    return found
+
+
 def _wikilink(state: StateInline, silent: bool) -> bool:
     src, pos = state.src, state.pos
     embed = src.startswith("![[", pos)
     start = pos + (1 if embed else 0)
     if not src.startswith("[[", start):
         return False
-    end = src.find("]]", start + 2)
-    newline = src.find("\n", start + 2)
+    end = _find(state, "]]", start + 2)
+    newline = _find(state, "\n", start + 2)
     if end == -1 or (newline != -1 and newline < end):
         return False  # unclosed [[ stays text
+    if src.find("[[", start + 2, end) != -1:
+        return False  # a later [[ opens the link (stops at the next [[, so runs of [[ stay linear)
     inner = src[start + 2 : end]
-    if not inner.strip() or "[[" in inner:
+    if not inner.strip():
         return False
     if not silent:
         token = state.push("wikilink", "", 0)
@@ -71,6 +90,8 @@ def _tracked(rule: Callable[[StateInline, bool], bool]) -> Callable[[StateInline
     """Wrap markdown-it's link/image rule so the token records where the link starts and ends in ``src``."""
 
     def tracked(state: StateInline, silent: bool) -> bool:
+        if not state.env.get("references") and _find(state, "](", state.pos) == -1:
+            return False  # without reference definitions a link needs "](": skip the costly label scan
         start, first = state.pos, len(state.tokens)
         if not rule(state, silent):
             return False

@@ -9,19 +9,22 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from vault2okf.config import Config, folder_key
-from vault2okf.parse import LIST_LEAD
+from vault2okf.config import Config, folder_key, strip_numeric_prefix
+from vault2okf.parse import LIST_LEAD, Problem
 from vault2okf.scan import CodeLines
 
+# Every pattern below is linear on any line: no repeated part can match what starts the next attempt
+# (``[`` ends a link label, ``(`` a destination, ``<`` a tag), so one bad line never costs O(n^2).
 _INLINE_TAG = re.compile(r"(?<![\w#/&\[\]`(])#([A-Za-z_][\w/-]*)")
-_CODE_SPAN = re.compile(r"(`+).*?\1")
+_TICKS = re.compile(r"`+")
 _SESSION_NO = re.compile(r"\bsession[\s_-]*(\d{1,4})\b", re.IGNORECASE)
 _ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
-_WIKILINK = re.compile(r"!?\[\[([^\]|#]*)(?:#[^\]|]*)?(?:\|([^\]]*))?\]\]")
-_MD_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
-_MARKUP = re.compile(r"[*_~=`]+|<[^>]+>")
+_WIKILINK = re.compile(r"!?\[\[([^\[\]|#]*)(?:#[^\[\]|]*)?(?:\|([^\[\]]*))?\]\]")
+_MD_LINK = re.compile(r"!?\[([^\[\]]*)\]\([^()]*\)")
+_MARKUP = re.compile(r"[*_~=`]+|<[^<>]+>")
 _COMMENT = re.compile(r"%%.*?(?:%%|$)")
 _SENTENCE = re.compile(r"^(.+?[.!?])(?=\s|$)")
+INT_RANGE = (-(2**31), 2**31 - 1)  # okf.duckdb's session_number is an INTEGER
 _DATE_KEYS = ("date", "created", "updated", "modified", "timestamp", "sessiondate", "session_date")
 _SKIP_LINE = re.compile(  # headings, quotes/callouts, tables, images, code, HTML, rules, comments, plugin markup,
     r"^\s*(?:#|>|\||!\[|```|~~~|<|-{3,}|\*{3,}|_{3,}|%%|\$\{|`INPUT|`VIEW|\[!"
@@ -39,6 +42,7 @@ class Meta:
     aliases: tuple[str, ...]
     session_date: str | None
     session_number: int | None
+    problems: tuple[Problem, ...] = ()  # values that were dropped (a session number out of range, ...)
 
 
 def note_meta(
@@ -47,6 +51,7 @@ def note_meta(
     """``code`` is the body's ``CodeLines`` when the caller already has it (parse_note computes one)."""
     stem = posixpath.basename(path)[:-3] or "Untitled"
     code = CodeLines(body.split("\n")) if code is None else code
+    number, problems = checked_session_number(path, frontmatter)
     return Meta(
         type=note_type(path, frontmatter, config),
         title=_text(frontmatter.get("title")) or stem,
@@ -55,7 +60,8 @@ def note_meta(
         tags=tags(frontmatter, body, code),
         aliases=_strings(frontmatter.get("aliases") or frontmatter.get("alias")),
         session_date=session_date(path, frontmatter),
-        session_number=session_number(path, frontmatter),
+        session_number=number,
+        problems=problems,
     )
 
 
@@ -68,7 +74,7 @@ def note_type(path: str, frontmatter: dict[str, Any], config: Config) -> str:
     for folder in reversed(folders):
         if folder_key(folder) in config.types:
             return config.types[folder_key(folder)]
-    return _singular(_strip_prefix(folders[-1])) if folders else "Note"
+    return _singular(strip_numeric_prefix(folders[-1])) if folders else "Note"
 
 
 def description(body: str, code: CodeLines | None = None) -> str:
@@ -98,7 +104,10 @@ def timestamp(frontmatter: dict[str, Any], mtime: float) -> str:
         value = _as_datetime(frontmatter.get(key))
         if value is not None:
             return value.isoformat()
-    return dt.datetime.fromtimestamp(int(mtime), tz=dt.UTC).isoformat()
+    try:
+        return dt.datetime.fromtimestamp(int(mtime), tz=dt.UTC).isoformat()
+    except (ValueError, OverflowError, OSError):  # the walk clamps and reports; this keeps the function total
+        return (dt.datetime.max if mtime > 0 else dt.datetime.min).replace(tzinfo=dt.UTC).isoformat()
 
 
 def _as_datetime(value: Any) -> dt.datetime | None:
@@ -128,18 +137,54 @@ def _inline_tags(body: str, code: CodeLines | None) -> Iterator[str]:
     code = CodeLines(body.split("\n")) if code is None else code
     for i, line in enumerate(code.lines):
         if "#" in line.lstrip("#") and _INLINE_TAG.search(line) and i not in code:
-            yield from _INLINE_TAG.findall(_CODE_SPAN.sub("", line))
+            yield from _INLINE_TAG.findall(strip_code_spans(line))
+
+
+def strip_code_spans(line: str) -> str:
+    """``line`` without its code spans: a run of backticks opens a span that the next run of the same length
+    closes (CommonMark). One pass over the runs, so a line of n backticks costs O(n)."""
+    if "`" not in line:
+        return line
+    runs = [(m.start(), m.end()) for m in _TICKS.finditer(line)]
+    closer: list[int | None] = [None] * len(runs)
+    later: dict[int, int] = {}  # run length -> index of the nearest later run of that length
+    for k in range(len(runs) - 1, -1, -1):
+        length = runs[k][1] - runs[k][0]
+        closer[k] = later.get(length)
+        later[length] = k
+    out, pos, k = [], 0, 0
+    while k < len(runs):
+        close = closer[k]
+        if close is None:
+            k += 1
+            continue
+        out.append(line[pos : runs[k][0]])
+        pos, k = runs[close][1], close + 1
+    out.append(line[pos:])
+    return "".join(out)
 
 
 def session_number(path: str, frontmatter: dict[str, Any]) -> int | None:
+    return checked_session_number(path, frontmatter)[0]
+
+
+def checked_session_number(path: str, frontmatter: dict[str, Any]) -> tuple[int | None, tuple[Problem, ...]]:
+    """The session number from frontmatter or the file name; one outside INTEGER range is dropped, reported."""
     for key in ("session", "session_number", "sessionnumber"):
         value = frontmatter.get(key)
+        number = None
         if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.strip().isdigit():
-            return int(value)
+            number = value
+        elif isinstance(value, str) and value.strip().isdigit() and len(value.strip()) <= 20:
+            number = int(value)
+        if number is None:
+            continue
+        if INT_RANGE[0] <= number <= INT_RANGE[1]:
+            return number, ()
+        message = f"`{key}: {number}` is out of range for a session number ({INT_RANGE[1]:,} at most); dropped"
+        return None, (Problem("value", message, None),)
     m = _SESSION_NO.search(posixpath.basename(path))
-    return int(m.group(1)) if m else None
+    return (int(m.group(1)) if m else None), ()
 
 
 def session_date(path: str, frontmatter: dict[str, Any]) -> str | None:
@@ -147,10 +192,19 @@ def session_date(path: str, frontmatter: dict[str, Any]) -> str | None:
         value = frontmatter.get(key)
         if isinstance(value, dt.date):
             return (value.date() if isinstance(value, dt.datetime) else value).isoformat()
-        if isinstance(value, str) and (m := _ISO_DATE.search(value)):
+        if isinstance(value, str) and (m := _ISO_DATE.search(value)) and _real_date(m.group(0)):
             return m.group(0)
     m = _ISO_DATE.search(posixpath.basename(path))
-    return m.group(0) if m else None
+    return m.group(0) if m and _real_date(m.group(0)) else None
+
+
+def _real_date(text: str) -> bool:
+    """``2024-02-29`` yes, ``2024-02-30`` no."""
+    try:
+        dt.date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _strings(value: Any) -> tuple[str, ...]:
@@ -162,11 +216,6 @@ def _strings(value: Any) -> tuple[str, ...]:
 
 def _text(value: Any) -> str:
     return " ".join(str(value).split()) if isinstance(value, str | int | float) and str(value).strip() else ""
-
-
-def _strip_prefix(folder: str) -> str:
-    head, sep, rest = folder.partition(" ")
-    return rest if sep and rest and head.rstrip(".-_").replace(".", "").isdigit() else folder
 
 
 def _singular(name: str) -> str:

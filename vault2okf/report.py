@@ -280,12 +280,16 @@ def _at(where: list[str]) -> str:
     return f"  - at: {', '.join(f'`{w}`' for w in where[:AT_SHOWN])}{more}"
 
 
+def _located(problem: dict[str, Any]) -> str:
+    return problem["path"] if problem["line"] is None else f"{problem['path']}:{problem['line']}"
+
+
 def _problems(d: dict[str, Any]) -> Iterable[str]:
     yield f"## Notes with problems ({len(d['problems'])})"
     yield ""
     yield "Converted as well as they could be; malformed frontmatter is kept as text in the doc."
     yield ""
-    yield from (f"- `{p['path']}:{p['line']}` {p['kind']}: {p['message']}" for p in d["problems"])
+    yield from (f"- `{_located(p)}` {p['kind']}: {p['message']}" for p in d["problems"])
     if d["skipped"]:
         yield ""
         yield f"Skipped while walking ({len(d['skipped'])}):"

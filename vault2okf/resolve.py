@@ -53,12 +53,13 @@ class _PathIndex:
     """Vault paths looked up by full path, by path suffix and by basename, case-folded."""
 
     def __init__(self, paths: Iterable[str], strip_md: bool) -> None:
+        self.paths = frozenset(paths)
         self.exact: dict[str, str] = {}
         self.folded: dict[str, list[str]] = defaultdict(list)
         self.basename: dict[str, list[str]] = defaultdict(list)
-        for path in sorted(paths):
-            key = path[:-3] if strip_md and path.endswith(".md") else path
-            self.exact[key] = path
+        for path in sorted(self.paths):
+            key = _strip_md(path) if strip_md else path  # ``Note.MD`` is the note ``Note`` too
+            self.exact.setdefault(key, path)
             self.folded[key.casefold()].append(path)
             self.basename[posixpath.basename(key).casefold()].append(path)
 
@@ -110,7 +111,7 @@ class Resolver:
         """The vault path an override pins ``name`` to; an error when it names no file of the vault."""
         path = normalise(target, keep_md=True).lstrip("/")
         for candidate in (path, f"{path}.md"):
-            if candidate in self.notes.exact.values() or candidate in self.attachments.exact.values():
+            if candidate in self.notes.paths or candidate in self.attachments.paths:
                 return candidate
         raise Vault2OkfError(
             f"vault2okf.toml [links.overrides]: {name!r} = {target!r} names no file in the vault; "

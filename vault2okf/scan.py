@@ -56,12 +56,59 @@ class CodeLines:
     def __init__(self, lines: list[str]) -> None:
         self.lines = lines
         self.blocked, self.visible = _block_scan(lines)
+        self._above: dict[int, tuple[int, bool]] = {}  # indented line -> (its anchor line, blank line between)
+        self._in_list: dict[int, bool] = {}
 
     def __contains__(self, i: int) -> bool:
-        return i in self.blocked or _indented_code(self.lines, i)
+        return i in self.blocked or self._indented_code(i)
 
     def text(self, i: int) -> str:
         return self.visible.get(i, self.lines[i])
+
+    def _indented_code(self, i: int) -> bool:
+        """CommonMark indented code: 4+ columns in, not continuing a paragraph or (at its content column) a list
+        item. What decides is the nearest line above that is a list item or not indented (the anchor), and
+        whether a blank line lies between; anchors are remembered, so a block of n indented lines costs O(n)."""
+        line = self.lines[i]
+        if not line.strip() or not _INDENTED.match(line):
+            return False
+        anchor, saw_blank = self._anchor_above(i)
+        if anchor < 0:
+            return True
+        prev = self.lines[anchor]
+        if _LIST_ITEM.match(prev):
+            return saw_blank and _indent(line) >= _content_column(prev) + 4
+        if saw_blank:
+            if anchor not in self._in_list:
+                self._in_list[anchor] = _paragraph_in_list(self.lines, anchor)
+            return not self._in_list[anchor]
+        return bool(_BLOCK_END.match(prev))
+
+    def _anchor_above(self, i: int) -> tuple[int, bool]:
+        """(nearest line above ``i`` that is a list item or a non-blank unindented line, or -1; whether a blank
+        line lies between). Every indented line passed on the way is remembered with its own answer."""
+        if i in self._above:
+            return self._above[i]
+        passed: list[tuple[int, bool]] = []  # (line, is blank), nearest to i first
+        anchor, blank = -1, False
+        j = i - 1
+        while j >= 0:
+            if j in self._above:
+                anchor, blank = self._above[j]
+                break
+            prev = self.lines[j]
+            if prev.strip() and (_LIST_ITEM.match(prev) or not _INDENTED.match(prev)):
+                anchor = j
+                break
+            passed.append((j, not prev.strip()))
+            j -= 1
+        for k, is_blank in reversed(passed):
+            if not is_blank:
+                self._above[k] = (anchor, blank)
+            blank = blank or is_blank
+        if not _LIST_ITEM.match(self.lines[i]):  # a list item is an anchor itself, never remembered as passed
+            self._above[i] = (anchor, blank)
+        return anchor, blank
 
 
 def code_mask(lines: list[str]) -> list[bool]:
@@ -99,26 +146,6 @@ def _block_scan(lines: list[str]) -> tuple[set[int], dict[int, str]]:
         elif "%%" in line and line.count("%%") % 2 == 1:
             in_comment = True  # the inline rule hides the rest of this line
     return blocked, visible
-
-
-def _indented_code(lines: list[str], i: int) -> bool:
-    """CommonMark indented code: 4+ columns in, not continuing a paragraph or (at its content column) a list item."""
-    line = lines[i]
-    if not line.strip() or not _INDENTED.match(line):
-        return False
-    indent = _indent(line)
-    saw_blank = False
-    for j in range(i - 1, -1, -1):
-        prev = lines[j]
-        if not prev.strip():
-            saw_blank = True
-        elif _LIST_ITEM.match(prev):
-            return saw_blank and indent >= _content_column(prev) + 4
-        elif not _INDENTED.match(prev):
-            if saw_blank:
-                return not _paragraph_in_list(lines, j)
-            return bool(_BLOCK_END.match(prev))
-    return True
 
 
 def _indent(line: str) -> int:

@@ -1,22 +1,38 @@
-"""Walk a vault: notes (``*.md``) and attachments (other files), skipping what Obsidian and the user hide."""
+"""Walk a vault: notes (``*.md``) and attachments (other files), skipping what Obsidian and the user hide.
+
+Only regular files are read: named pipes, sockets, devices, symlink loops and symlinks that leave the vault
+are skipped and listed. A file name that is not valid UTF-8 is converted under a safe name (each bad byte
+becomes U+FFFD) and reported; two names that are the same after Unicode normalisation (NFC) are one vault
+path, so only the first (by the bytes of its name) is converted and the other is skipped and listed.
+"""
 
 from __future__ import annotations
 
+import datetime as dt
+import errno
 import fnmatch
 import os
+import stat
+import time
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
 from vault2okf.errors import Vault2OkfError
+from vault2okf.parse import Problem
 
 SKIPPED_DIRS = frozenset({".obsidian", ".trash", ".git"})
+MIN_MTIME = dt.datetime(1, 1, 2, tzinfo=dt.UTC).timestamp()  # a day of margin for any local-time conversion
+MAX_MTIME = dt.datetime(9999, 12, 30, tzinfo=dt.UTC).timestamp()
+_FUTURE_SLACK = 86_400  # a clock a day ahead is not worth a report line
 
 
 @dataclass(frozen=True)
 class VaultFile:
-    path: str  # vault-relative, "/" separators, NFC
+    path: str  # vault-relative, "/" separators, NFC, valid UTF-8
     abs_path: Path
+    size: int = 0
+    mtime: float = 0.0  # seconds since the epoch, within the range datetime can hold
 
 
 @dataclass(frozen=True)
@@ -24,30 +40,77 @@ class Walk:
     notes: tuple[VaultFile, ...]
     attachments: tuple[VaultFile, ...]
     skipped: tuple[tuple[str, str], ...]  # (path, reason)
+    problems: tuple[tuple[str, Problem], ...] = ()  # (path, problem) for files that are converted anyway
 
 
 def walk_vault(root: Path, exclude: tuple[str, ...] = ()) -> Walk:
     if not root.is_dir():
         raise Vault2OkfError(f"vault not found: {root} is not a folder")
     root = root.resolve()
-    notes: list[VaultFile] = []
-    attachments: list[VaultFile] = []
+    found: dict[str, VaultFile] = {}
     skipped: list[tuple[str, str]] = []
+    problems: list[tuple[str, Problem]] = []
+    now = time.time()
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         rel_dir = _rel(Path(dirpath), root)
-        dirnames[:] = sorted(d for d in dirnames if _keep_dir(rel_dir, d, exclude, skipped))
-        for name in sorted(filenames):
+        dirnames[:] = sorted(d for d in dirnames if _keep_dir(Path(dirpath), rel_dir, d, exclude, skipped))
+        for name in sorted(filenames, key=_name_order):
             abs_path = Path(dirpath) / name
-            path = f"{rel_dir}/{name}" if rel_dir else name
-            path = unicodedata.normalize("NFC", path)
-            reason = _skip_file(abs_path, root, name, path, exclude)
-            if reason:
+            raw = f"{rel_dir}/{name}" if rel_dir else name
+            path = unicodedata.normalize("NFC", safe_name(raw))
+            reason, info = _skip_file(abs_path, root, name, path, exclude)
+            if not reason and path in found:
+                reason = f"same name as {found[path].abs_path.name!a} after Unicode normalisation (NFC); rename one"
+            if reason or info is None:
                 skipped.append((path, reason))
-            elif name.lower().endswith(".md"):
-                notes.append(VaultFile(path, abs_path))
-            else:
-                attachments.append(VaultFile(path, abs_path))
-    return Walk(tuple(sorted(notes, key=_key)), tuple(sorted(attachments, key=_key)), tuple(sorted(skipped)))
+                continue
+            if path != unicodedata.normalize("NFC", raw):
+                problems.append((path, Problem("name", f"file name {raw!a} is not valid UTF-8; converted as {path}")))
+            mtime, problem = check_mtime(info.st_mtime, now)
+            if problem:
+                problems.append((path, problem))
+            found[path] = VaultFile(path, abs_path, info.st_size, mtime)
+    files = sorted(found.values(), key=_key)
+    notes = tuple(f for f in files if _is_note(f.path))
+    attachments = tuple(f for f in files if not _is_note(f.path))
+    return Walk(notes, attachments, tuple(sorted(skipped)), tuple(sorted(problems, key=lambda p: p[0])))
+
+
+def safe_name(name: str) -> str:
+    """A name from the file system as valid UTF-8: undecodable bytes (surrogate escapes) become U+FFFD."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(name).decode("utf-8", "replace")
+    return name
+
+
+def check_mtime(mtime: float, now: float) -> tuple[float, Problem | None]:
+    """The mtime clamped into the range a timestamp can hold, and a problem when it is out of range or odd."""
+    when = _iso(mtime)
+    if not MIN_MTIME <= mtime <= MAX_MTIME:
+        clamped = min(max(mtime, MIN_MTIME), MAX_MTIME)
+        return clamped, Problem("mtime", f"file modification time {mtime:.0f} s is out of range; used {_iso(clamped)}")
+    if mtime > now + _FUTURE_SLACK:
+        return mtime, Problem("mtime", f"file modification time {when} is in the future; fix it with `touch`")
+    if mtime < 0:
+        return mtime, Problem("mtime", f"file modification time {when} is before 1970; fix it with `touch`")
+    return mtime, None
+
+
+def _iso(mtime: float) -> str:
+    if not MIN_MTIME <= mtime <= MAX_MTIME:
+        return f"{mtime:.0f} s"
+    return dt.datetime.fromtimestamp(int(mtime), tz=dt.UTC).isoformat()
+
+
+def _name_order(name: str) -> tuple[bool, bytes]:
+    """NFC names first, then by bytes: of two NFC twins the canonical spelling is the one converted."""
+    return unicodedata.normalize("NFC", name) != name, os.fsencode(name)
+
+
+def _is_note(path: str) -> bool:
+    return path.lower().endswith(".md")
 
 
 def _key(f: VaultFile) -> str:
@@ -56,31 +119,54 @@ def _key(f: VaultFile) -> str:
 
 def _rel(path: Path, root: Path) -> str:
     rel = path.relative_to(root).as_posix()
-    return "" if rel == "." else unicodedata.normalize("NFC", rel)
+    return "" if rel == "." else unicodedata.normalize("NFC", safe_name(rel))
 
 
-def _keep_dir(rel_dir: str, name: str, exclude: tuple[str, ...], skipped: list[tuple[str, str]]) -> bool:
-    path = f"{rel_dir}/{name}" if rel_dir else name
+def _keep_dir(parent: Path, rel_dir: str, name: str, exclude: tuple[str, ...], skipped: list[tuple[str, str]]) -> bool:
+    path = unicodedata.normalize("NFC", f"{rel_dir}/{safe_name(name)}" if rel_dir else safe_name(name))
     if name in SKIPPED_DIRS or name.startswith("."):
         return False
     if _excluded(path, name, exclude):
         skipped.append((path + "/", "excluded by config [walk] exclude"))
         return False
+    if os.path.islink(parent / name):  # os.walk does not descend into it; say so instead of dropping it silently
+        skipped.append((path + "/", "symlink to a folder; folder links are never followed (no loops, no escapes)"))
+        return False
     return True
 
 
-def _skip_file(abs_path: Path, root: Path, name: str, path: str, exclude: tuple[str, ...]) -> str:
+def _skip_file(
+    abs_path: Path, root: Path, name: str, path: str, exclude: tuple[str, ...]
+) -> tuple[str, os.stat_result | None]:
+    """(reason to skip or "", the file's stat when it is a regular file to convert)."""
     if name.startswith(".") and name != ".md":
-        return "hidden file"
+        return "hidden file", None
     if _excluded(path, name, exclude):
-        return "excluded by config [walk] exclude"
-    if abs_path.is_symlink():
-        target = abs_path.resolve()
-        if not target.is_relative_to(root):
-            return f"symlink pointing outside the vault ({target})"
-        if not target.is_file():
-            return "symlink to something that is not a file"
-    return ""
+        return "excluded by config [walk] exclude", None
+    try:
+        if abs_path.is_symlink():
+            target = Path(os.path.realpath(abs_path, strict=True))
+            if not target.is_relative_to(root):
+                return f"symlink pointing outside the vault ({safe_name(str(target))})", None
+        info = abs_path.stat()
+    except (OSError, RuntimeError) as exc:  # a symlink loop, a dangling symlink, a file gone meanwhile
+        return f"cannot be read: {_os_reason(exc)}", None
+    if not stat.S_ISREG(info.st_mode):
+        return f"not a regular file ({_kind(info.st_mode)}); only regular files are converted", None
+    return "", info
+
+
+def _os_reason(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror.lower() + (" (a symlink loop)" if exc.errno == errno.ELOOP else "")
+    return str(exc)
+
+
+def _kind(mode: int) -> str:
+    for test, kind in ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder")):
+        if test(mode):
+            return kind
+    return "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a special file"
 
 
 def _excluded(path: str, name: str, exclude: tuple[str, ...]) -> bool:

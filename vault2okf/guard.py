@@ -1,0 +1,89 @@
+"""Per-note steps of ``convert`` that never raise: one bad note becomes a report entry and the run goes on.
+
+Each step catches what it knows (a file that is not regular, a note over the size limit) and, as a last
+resort, any unexpected exception, which is reported with the note's path as a bug to file. The note is
+still listed: with an empty body when it could not be read or parsed, with its text as written when its
+links could not be rewritten.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import stat
+from collections.abc import Mapping
+from pathlib import Path
+
+from vault2okf.config import Config
+from vault2okf.meta import Meta, note_meta, note_type, timestamp
+from vault2okf.parse import Link, Note, Problem, parse_note, too_big_note
+from vault2okf.resolve import Resolution, Resolver, Status
+from vault2okf.rewrite import rewrite_body
+from vault2okf.walk import VaultFile
+
+Problems = list[tuple[str, Problem]]
+_BUG = "please report this as a bug with the note attached"
+
+
+def read_note(file: VaultFile, config: Config, problems: Problems) -> Note:
+    """The parsed note; a note over ``config.max_note_bytes`` is listed, not parsed."""
+    limit = config.max_note_bytes
+    if file.size > limit:
+        return too_big_note(file.path, file.size, limit)
+    try:
+        data = _read_regular(file.abs_path, limit)
+    except OSError as exc:
+        return _empty(file.path, problems, f"cannot be read ({exc.strerror or exc}); listed without its body")
+    if len(data) > limit:
+        return too_big_note(file.path, len(data), limit)
+    try:
+        return parse_note(file.path, data)
+    except Exception as exc:  # noqa: BLE001 - one bad note never stops a run
+        return _empty(file.path, problems, f"could not be parsed ({_name(exc)}); listed without its body; {_BUG}")
+
+
+def _read_regular(path: Path, limit: int) -> bytes:
+    """Up to ``limit + 1`` bytes of a regular file; never blocks on a named pipe that replaced it."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise OSError(f"{path.name} is not a regular file")
+        return fh.read(limit + 1)
+
+
+def _empty(path: str, problems: Problems, message: str) -> Note:
+    problems.append((path, Problem("error", message)))
+    return Note(path, {}, None, None, "", 1, ())
+
+
+def note_meta_safe(note: Note, mtime: float, config: Config, problems: Problems) -> Meta:
+    try:
+        meta = note_meta(note.path, note.frontmatter, note.body, mtime, config, note.code)
+    except Exception as exc:  # noqa: BLE001
+        message = f"fields could not be read ({_name(exc)}); defaults used; {_BUG}"
+        problems.append((note.path, Problem("error", message)))
+        stem = posixpath.basename(note.path)[:-3] or "Untitled"
+        return Meta(note_type(note.path, {}, config), stem, "", timestamp({}, mtime), (), (), None, None)
+    problems.extend((note.path, p) for p in meta.problems)
+    return meta
+
+
+def resolve_note(resolver: Resolver, note: Note, problems: Problems) -> list[tuple[Link, Resolution]]:
+    try:
+        return [(link, resolver.resolve(link.target, note.path)) for link in note.links]
+    except Exception as exc:  # noqa: BLE001
+        problems.append((note.path, Problem("error", f"links could not be resolved ({_name(exc)}); {_BUG}")))
+        return [(link, Resolution(Status.BROKEN, None)) for link in note.links]
+
+
+def rewrite_safe(note: Note, resolved: Mapping[Link, Resolution], doc_of: Mapping[str, str], problems: Problems) -> str:
+    try:
+        return rewrite_body(note, resolved, doc_of)
+    except Exception as exc:  # noqa: BLE001
+        message = f"links could not be rewritten ({_name(exc)}); the body is kept as written; {_BUG}"
+        problems.append((note.path, Problem("error", message)))
+        return note.body
+
+
+def _name(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"[:300]

@@ -218,7 +218,11 @@ def _record(path: Path) -> dict[str, Any]:
 
 def _unchanged(path: Path, record: Any) -> bool:
     """Same size and mtime as recorded (a stat, as git does), else the same sha256 (a copied bundle)."""
-    if not isinstance(record, dict) or path.is_symlink():
+    if path.is_symlink():
+        return False
+    if isinstance(record, str):  # a marker written while records were only the sha256
+        return _digest(path) == record
+    if not isinstance(record, dict):
         return False
     stat = path.stat()
     if stat.st_size != record.get("size"):

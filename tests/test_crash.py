@@ -1,0 +1,161 @@
+"""kill -9 at random points of real `vault2okf convert` and `vault2okf index` runs (subprocesses of the CLI).
+
+Every kill must leave a usable bundle (the previous one or the new one), and after a rerun the index must
+hold exactly the chunks of a clean index of the same bundle: the same chunk ids, content hashes and vectors.
+Kill delays are seeded and spread over the measured length of one clean run, so they land in the imports,
+the model load, the embedding (small batches: many writes), and the swap.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pytest
+
+from retriever.errors import RetrieverError
+from retriever.index import bundle_id, read_index_info
+from retriever.store import ChunkStore, collection_name, open_client
+from vault2okf import bundle as b
+
+VAULTS = Path(__file__).resolve().parents[2] / "shared" / "vaults"
+CLI = Path(sys.executable).parent / "vault2okf"
+KILLS = 20
+PER_ROUND = 5  # kills between two reruns to the end
+BATCH = "8"  # chunks per write while embedding: many points to be killed between
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "VAULT2OKF_EMBED_BATCH": BATCH}
+
+pytestmark = pytest.mark.slow
+
+
+def cli(*args: object) -> list[str]:
+    return [str(CLI), *(str(a) for a in args)]
+
+
+def run_to_end(*args: object) -> float:
+    started = time.monotonic()
+    done = subprocess.run(cli(*args), env=ENV, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return time.monotonic() - started
+
+
+def run_and_kill(args: list[str], delay: float) -> bool:
+    """Start the command, kill -9 it after `delay` seconds; True when it was still running (a real kill)."""
+    process = subprocess.Popen(args, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        process.wait(timeout=delay)
+        return False
+    except subprocess.TimeoutExpired:
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
+        return True
+
+
+def assert_usable(bundle: Path) -> None:
+    """The OKF tree, a database that opens, the link-health report and vault2okf's marker are all there."""
+    assert (bundle / "concepts" / "index.md").is_file(), sorted(p.name for p in bundle.parent.iterdir())
+    with duckdb.connect(str(bundle / "okf.duckdb"), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM concepts").fetchone()[0] > 0
+    assert (bundle / "link-health.md").is_file() and (bundle / "link-health.json").is_file()
+    assert b.read_marker(bundle) is not None
+
+
+def stored_chunks(bundle: Path) -> dict[str, tuple[str, np.ndarray]]:
+    """chunk id -> (content hash, vector) of the bundle's MiniLM index, read through the retriever's store."""
+    from chromadb.api.client import SharedSystemClient
+
+    SharedSystemClient.clear_system_cache()  # another process wrote the files: read them afresh
+    client = open_client(bundle)
+    try:
+        name = read_index_info(bundle).collection  # a copied bundle keeps the collection it was indexed into
+    except RetrieverError:
+        name = collection_name(bundle_id(bundle), "minilm")
+    if name not in {c.name for c in client.list_collections()}:
+        return {}
+    rows = ChunkStore(client, name).rows(["metadatas", "embeddings"])
+    found = {row.chunk_id: ((row.metadata or {})["content_hash"], row.embedding) for row in rows}
+    SharedSystemClient.clear_system_cache()
+    return found
+
+
+def assert_same_chunks(got: dict[str, tuple[str, np.ndarray]], clean: dict[str, tuple[str, np.ndarray]]) -> None:
+    assert sorted(got) == sorted(clean), f"missing {sorted(set(clean) - set(got))[:5]}, extra {set(got) - set(clean)}"
+    assert {cid: h for cid, (h, _) in got.items()} == {cid: h for cid, (h, _) in clean.items()}
+    assert all(np.allclose(got[cid][1], clean[cid][1], atol=1e-3) for cid in clean)
+
+
+def assert_consistent_part(got: dict[str, tuple[str, np.ndarray]], clean: dict[str, tuple[str, np.ndarray]]) -> None:
+    """What an interrupted index holds is a part of the clean one: no chunk that should not be there."""
+    assert set(got) <= set(clean) and all(got[cid][0] == clean[cid][0] for cid in got)
+
+
+@pytest.fixture(scope="module")
+def clean_index(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, tuple[str, np.ndarray]], float]:
+    """A converted blades-of-vengeance bundle, its clean index, and how long one full index run took."""
+    vault = VAULTS / "blades-of-vengeance"
+    if not vault.is_dir():
+        pytest.skip(f"{vault} not present")
+    bundle = tmp_path_factory.mktemp("clean") / "bundle"
+    run_to_end("convert", vault, "-o", bundle)
+    seconds = run_to_end("index", bundle, "--embedder", "minilm", "--no-progress")
+    return bundle, stored_chunks(bundle), seconds
+
+
+def test_index_killed_at_random_points_resumes_to_exactly_the_clean_chunks(clean_index, tmp_path: Path) -> None:
+    template, clean, seconds = clean_index
+    rng = random.Random(13)
+    kills, finished, rounds = 0, 0, 0
+    while kills < KILLS:
+        bundle = tmp_path / f"round-{rounds}" / "bundle"  # a fresh, never-indexed copy of the same bundle
+        shutil.copytree(template, bundle, ignore=shutil.ignore_patterns("chroma", "index.json"))
+        for _ in range(PER_ROUND):  # kill it, then kill the run that resumes it, ...
+            killed = run_and_kill(cli("index", bundle, "--embedder", "minilm", "--no-progress"), _delay(rng, seconds))
+            kills, finished = kills + killed, finished + (not killed)
+            assert_usable(bundle)
+            assert_consistent_part(stored_chunks(bundle), clean)
+        run_to_end("index", bundle, "--embedder", "minilm", "--no-progress")  # the rerun
+        assert_same_chunks(stored_chunks(bundle), clean)
+        rounds += 1
+        assert rounds <= 2 * KILLS // PER_ROUND, f"only {kills} kills in {rounds} rounds: the delays are too long"
+    print(f"index: {kills} kills, {finished} runs done before their kill, {rounds} reruns, one run {seconds:.1f}s")
+
+
+def test_convert_killed_at_random_points_leaves_a_usable_bundle_and_its_index(clean_index, tmp_path: Path) -> None:
+    template, clean, _ = clean_index
+    vault = VAULTS / "blades-of-vengeance"
+    bundle = tmp_path / "bundle"
+    shutil.copytree(template, bundle)
+    started = time.monotonic()
+    run_to_end("convert", vault, "-o", bundle)
+    seconds = time.monotonic() - started
+    rng = random.Random(13)
+    kills = attempts = left_over = index_aside = 0
+    while kills < KILLS:
+        kills += run_and_kill(cli("convert", vault, "-o", bundle), rng.uniform(0.05, 1.1) * seconds)
+        attempts += 1
+        assert_usable(bundle)  # the previous bundle or the new one, never none
+        left_over += any(p.name.startswith(".bundle.tmp-") for p in bundle.parent.iterdir())
+        index_aside += not (bundle / b.STATE / "index.json").is_file()
+        run_to_end("convert", vault, "-o", bundle)  # the rerun finishes what the killed one left
+        assert_usable(bundle)
+        assert sorted(p.name for p in bundle.parent.iterdir()) == [".bundle.lock", "bundle"]
+        assert_same_chunks(stored_chunks(bundle), clean)  # the index survived, whole
+        assert attempts <= 3 * KILLS, f"only {kills} kills in {attempts} runs: the delays are too long"
+    run_to_end("index", bundle, "--embedder", "minilm", "--no-progress")
+    assert_same_chunks(stored_chunks(bundle), clean)
+    print(
+        f"convert: {kills} kills in {attempts} runs ({left_over} left a stage or old bundle beside, {index_aside} "
+        f"the index outside the bundle), one run {seconds:.1f}s"
+    )
+
+
+def _delay(rng: random.Random, seconds: float) -> float:
+    return rng.uniform(0.2, 1.0) * seconds  # imports and the model load take the first third or so

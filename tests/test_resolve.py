@@ -82,3 +82,17 @@ def test_an_override_to_a_missing_file_is_a_clear_error() -> None:
 def test_an_override_may_omit_md_and_lead_with_a_slash() -> None:
     resolver = Resolver(NOTES, ATTACHMENTS, ALIASES, {"Alicia": "/Villains/Alice"})
     assert resolver.resolve("alicia", "x.md").path == "Villains/Alice.md"
+
+
+def test_an_upper_case_extension_is_a_note_of_that_name() -> None:
+    resolver = Resolver(["Lore/Dragons.MD", "Home.md"])
+    assert (resolver.resolve("Dragons", "Home.md").path, resolver.resolve("Lore/Dragons", "Home.md").rule) == (
+        "Lore/Dragons.MD",
+        "exact",
+    )
+
+
+def test_twins_by_extension_case_are_ambiguous_and_both_listed() -> None:
+    res = Resolver(["foo.md", "foo.MD"]).resolve("foo", "x.md")
+    assert (res.status, set(res.candidates)) == (Status.AMBIGUOUS, {"foo.md", "foo.MD"})
+    assert Resolver(["foo.md", "foo.MD"], overrides={"foo": "foo.MD"}).resolve("foo", "x.md").path == "foo.MD"

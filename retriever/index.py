@@ -77,9 +77,10 @@ def index_bundle(
     are not even re-chunked, so re-indexing after one edit costs about one note's work, and a run killed at
     any point resumes where it stopped. Holds the bundle lock: one convert or index of a bundle at a time.
     """
+    batch = batch_size or _batch_from_env()  # a bad value fails before the model loads
     with bundle_lock(bundle_dir, "indexing"):
         check_no_stranded_index(bundle_dir)
-        return _index(bundle_dir, embedder_name, chroma_path, chroma_url, progress, device, batch_size)
+        return _index(bundle_dir, embedder_name, chroma_path, chroma_url, progress, device, batch)
 
 
 def _index(
@@ -89,7 +90,7 @@ def _index(
     chroma_url: str | None,
     progress: bool,
     device: str,
-    batch_size: int | None,
+    batch_size: int,
 ) -> IndexResult:
     started = time.perf_counter()
     concepts = load_concepts(bundle_dir)
@@ -100,9 +101,14 @@ def _index(
     stored = store.stored_metadata()
     keep = store.unchanged_notes(note_hashes, stored)
     chunks = chunk_concepts([c for c in concepts if c[0] not in keep])
-    batch = batch_size or _batch_from_env()
     stats = store.sync(
-        chunks, embedder, batch_size=batch, progress=progress, keep_notes=keep, note_hashes=note_hashes, stored=stored
+        chunks,
+        embedder,
+        batch_size=batch_size,
+        progress=progress,
+        keep_notes=keep,
+        note_hashes=note_hashes,
+        stored=stored,
     )
     total = len(chunks) + sum(1 for meta in stored.values() if meta.get("note_id") in keep)
     _write_info(bundle_dir, _info(embedder, name, chroma_path, chroma_url, len(concepts), total))

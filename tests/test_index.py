@@ -97,3 +97,18 @@ def test_reindex_does_not_rechunk_unchanged_notes(tmp_path, monkeypatch):
     result = index_bundle(write_bundle(bundle, edited), embedder_name="minilm", progress=False)
     assert chunked == ["Places/Phandalin"]
     assert result.added >= 1 and result.chunks == result.added + result.unchanged
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "many"])
+def test_a_bad_batch_size_is_refused_before_the_model_loads(tmp_path, monkeypatch, value):
+    monkeypatch.setenv(index_module.BATCH_ENV, value)
+    with pytest.raises(RetrieverError, match=rf"VAULT2OKF_EMBED_BATCH='{value}' is not a positive whole number"):
+        index_bundle(write_bundle(tmp_path / "bundle"), embedder_name="minilm", progress=False)
+
+
+def test_index_info_is_replaced_whole(tmp_path):
+    bundle = write_bundle(tmp_path / "bundle")
+    info = index_module.IndexInfo("minilm", "minilm", "c", None, None, 400, 40, 4, 5, "now")
+    index_module._write_info(bundle, info)
+    assert read_index_info(bundle) == info
+    assert sorted(p.name for p in (bundle / ".vault2okf").iterdir()) == ["index.json"]

@@ -50,12 +50,15 @@ def collisions(vault: Path) -> list[Expect]:
     _write(vault, "Names/.md", "a note with no name\n")
     _write(vault, "Names/_untitled.md", "a note named like the renamed .md\n")
     _write(vault, b"Names/caf\xe9 latin-1 name.md", "a file name in Latin-1, not UTF-8\n")
+    _write(vault, b"Bad \xff folder/Inside.md", "a note in a folder whose name is not UTF-8\n")
     return [
         Expect("skipped", f"Names/{nfc}.md", "Unicode normalisation"),
         Expect("problems", "Names/foo.MD", "collision"),
         Expect("problems", "Names/index.md", "collision"),
         Expect("problems", "Names/.md", "collision"),
         Expect("problems", "Names/caf\ufffd latin-1 name.md", "not valid UTF-8"),
+        Expect("problems", "Bad \ufffd folder/Inside.md", "not valid UTF-8"),
+        Expect("notes", "Bad \ufffd folder/Inside.md"),
         Expect("notes", f"Names/{nfc}.md"),
         Expect("notes", "Names/foo.MD"),
         Expect("notes", "Names/index (note).md"),

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from oracle import full_spans
 
 from vault2okf.parse import decode, split_frontmatter
-from vault2okf.scan import code_mask, find_spans
+from vault2okf.scan import CodeLines, code_mask, find_spans
 
 VAULTS = Path(__file__).resolve().parents[2] / "shared" / "vaults"
 
@@ -69,3 +72,39 @@ def test_fast_scanner_agrees_with_full_parse(vault: str) -> None:
         if fast != full_spans(body):
             differing.append(str(path.relative_to(root)))
     assert differing == []
+
+
+def _indented_code_reference(lines: list[str], i: int) -> bool:
+    """The indented-code rule as first written: walk back from each line (quadratic, but plainly right)."""
+    from vault2okf.scan import _BLOCK_END, _INDENTED, _LIST_ITEM, _content_column, _indent, _paragraph_in_list
+
+    line = lines[i]
+    if not line.strip() or not _INDENTED.match(line):
+        return False
+    saw_blank = False
+    for j in range(i - 1, -1, -1):
+        prev = lines[j]
+        if not prev.strip():
+            saw_blank = True
+        elif _LIST_ITEM.match(prev):
+            return saw_blank and _indent(line) >= _content_column(prev) + 4
+        elif not _INDENTED.match(prev):
+            return not _paragraph_in_list(lines, j) if saw_blank else bool(_BLOCK_END.match(prev))
+    return True
+
+
+LINES = st.lists(
+    st.sampled_from(["", "  ", "para", "# h", "- item", "  - nested", "1. one", "    code", "\tcode", "      deep",
+                     "    - indented item", "        more", "---", "> quote"]),
+    max_size=30,
+)  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(LINES, st.randoms(use_true_random=False))
+def test_remembered_indented_code_agrees_with_the_plain_walk(lines: list[str], rnd: random.Random) -> None:
+    code = CodeLines(lines)
+    order = list(range(len(lines)))
+    rnd.shuffle(order)
+    for i in order:
+        assert code._indented_code(i) == _indented_code_reference(lines, i), (lines, i)

@@ -56,7 +56,7 @@ def walk_vault(root: Path, exclude: tuple[str, ...] = ()) -> Walk:
         dirnames[:] = sorted(d for d in dirnames if _keep_dir(Path(dirpath), rel_dir, d, exclude, skipped))
         for name in sorted(filenames, key=_name_order):
             abs_path = Path(dirpath) / name
-            raw = f"{rel_dir}/{name}" if rel_dir else name
+            raw = os.path.relpath(abs_path, root).replace(os.sep, "/")  # as the disk has it (bad bytes escaped)
             path = unicodedata.normalize("NFC", safe_name(raw))
             reason, info = _skip_file(abs_path, root, name, path, exclude)
             if not reason and path in found:
@@ -64,8 +64,9 @@ def walk_vault(root: Path, exclude: tuple[str, ...] = ()) -> Walk:
             if reason or info is None:
                 skipped.append((path, reason))
                 continue
-            if path != unicodedata.normalize("NFC", raw):
-                problems.append((path, Problem("name", f"file name {raw!a} is not valid UTF-8; converted as {path}")))
+            if safe_name(raw) != raw:
+                message = f"file name {_shown(raw)} is not valid UTF-8; converted as {path}. Rename it"
+                problems.append((path, Problem("name", message)))
             mtime, problem = check_mtime(info.st_mtime, now)
             if problem:
                 problems.append((path, problem))
@@ -83,6 +84,11 @@ def safe_name(name: str) -> str:
     except UnicodeEncodeError:
         return os.fsencode(name).decode("utf-8", "replace")
     return name
+
+
+def _shown(raw: str) -> str:
+    """A name with undecodable bytes as Python writes bytes: ``b'caf\\xe9.md'``."""
+    return repr(os.fsencode(raw))
 
 
 def check_mtime(mtime: float, now: float) -> tuple[float, Problem | None]:

@@ -19,7 +19,7 @@ from bundle_checks import dangling_links, tree_hashes
 from hostile import BUILDERS, Expect, build_hostile_vault
 from typer.testing import CliRunner
 
-from vault2okf import guard
+from vault2okf import bundle, guard
 from vault2okf.cli import app
 from vault2okf.config import Config
 from vault2okf.convert import convert
@@ -130,6 +130,26 @@ def test_an_unexpected_error_in_one_note_is_reported_and_the_rest_converts(
     assert "IndexError: list index out of range" in problems[0]["message"]
     assert "Bad.md" in (tmp_path / "bundle" / "link-health.md").read_text("utf-8")
     assert (tmp_path / "bundle" / "concepts" / "Good.md").is_file()
+
+
+def test_a_doc_whose_frontmatter_cannot_be_written_keeps_the_okf_fields(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Odd.md").write_text("---\npoison: 1\nkept: no\n---\nbody\n", "utf-8")
+    real = bundle.render_doc
+
+    def chokes_on_poison(front: dict, body: str) -> str:  # a stand-in for a value the YAML dumper rejects
+        if "poison" in front:
+            raise TypeError("cannot represent an object")
+        return real(front, body)
+
+    monkeypatch.setattr(bundle, "render_doc", chokes_on_poison)
+    convert(vault, tmp_path / "bundle")
+    doc = (tmp_path / "bundle" / "concepts" / "Odd.md").read_text("utf-8")
+    assert "title: Odd" in doc and "poison" not in doc and doc.endswith("body\n")
+    assert [p["kind"] for p in report(tmp_path / "bundle")["problems"]] == ["error"]
 
 
 # --- point 4: names -----------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import shutil
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -20,7 +20,7 @@ from vault2okf.db import Tables, write_database
 from vault2okf.guard import Problems, note_meta_safe, read_note, resolve_note, rewrite_safe
 from vault2okf.meta import Meta
 from vault2okf.names import assign_doc_paths
-from vault2okf.parse import Note
+from vault2okf.parse import Note, Problem
 from vault2okf.report import LinkRecord, LinkReport
 from vault2okf.resolve import Resolver, Status
 from vault2okf.walk import Walk, walk_vault
@@ -52,7 +52,7 @@ def convert(vault: Path, out: Path, *, config_path: Path | None = None, force: b
     clock.lap("parse")
     aliases = {p: m.aliases for p, m in metas.items() if m.aliases}
     records = resolve_links(notes, walk, aliases, config, problems)
-    rendered = _render(notes, walk, records, problems)
+    rendered = _render(notes, metas, walk, records, problems, vault.name)
     report = LinkReport(
         vault=vault.name,
         notes=tuple(n.path for n in notes),
@@ -111,18 +111,27 @@ def resolve_links(
 class _Rendered:
     doc_of: dict[str, str]  # vault path (notes and copied attachments) -> path under concepts/
     bodies: dict[str, str]  # vault path -> the rewritten body
+    docs: dict[str, b.Doc]  # vault path -> the concept doc
     used: frozenset[str]  # attachments that are linked, so copied
 
 
-def _render(notes: list[Note], walk: Walk, records: list[LinkRecord], problems: Problems) -> _Rendered:
-    """Doc paths (collisions moved aside and reported) and every note's rewritten body."""
+def _render(
+    notes: list[Note],
+    metas: dict[str, Meta],
+    walk: Walk,
+    records: list[LinkRecord],
+    problems: Problems,
+    vault_name: str,
+) -> _Rendered:
+    """Doc paths (collisions moved aside and reported), every note's rewritten body and its concept doc."""
     doc_of, collisions = assign_doc_paths(n.path for n in notes)
     problems.extend(collisions)
     used = frozenset(r.resolution.path or "" for r in records if r.resolution.status is Status.ATTACHMENT)
     doc_of.update({a.path: a.path for a in walk.attachments if a.path in used})
     resolved = {(r.source, r.link): r.resolution for r in records}
     bodies = {n.path: rewrite_safe(n, {lk: resolved[(n.path, lk)] for lk in n.links}, doc_of, problems) for n in notes}
-    return _Rendered(doc_of, bodies, used)
+    docs = {n.path: _doc_safe(n, metas[n.path], bodies[n.path], doc_of[n.path], vault_name, problems) for n in notes}
+    return _Rendered(doc_of, bodies, docs, used)
 
 
 def _by_path(item: tuple[str, Any]) -> str:
@@ -146,7 +155,7 @@ def _write(
     docs, concepts = [], []
     for note in notes:
         body = rendered.bodies[note.path]
-        doc = _doc(note, metas[note.path], body, doc_of[note.path], vault.name)
+        doc = rendered.docs[note.path]
         files[f"{b.CONCEPTS}/{doc.doc_path}"] = doc.text
         docs.append(doc)
         concepts.append(_concept_row(note, metas[note.path], doc, body))
@@ -167,6 +176,16 @@ def _write(
         b.write_tree(stage, files, copies)
         database.result()
     clock.lap("write")
+
+
+def _doc_safe(note: Note, meta: Meta, body: str, doc_path: str, vault_name: str, problems: Problems) -> b.Doc:
+    """The concept doc; if the note's own frontmatter keys cannot be written, the doc keeps the OKF fields only."""
+    try:
+        return _doc(note, meta, body, doc_path, vault_name)
+    except Exception as exc:  # noqa: BLE001 - one bad note never stops a run
+        message = f"frontmatter could not be written ({type(exc).__name__}: {exc}"[:300] + "); OKF fields only"
+        problems.append((note.path, Problem("error", message)))
+        return _doc(replace(note, frontmatter={}, frontmatter_error=None), meta, body, doc_path, vault_name)
 
 
 def _doc(note: Note, meta: Meta, body: str, doc_path: str, vault_name: str) -> b.Doc:

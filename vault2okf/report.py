@@ -287,7 +287,10 @@ def _located(problem: dict[str, Any]) -> str:
 def _problems(d: dict[str, Any]) -> Iterable[str]:
     yield f"## Notes with problems ({len(d['problems'])})"
     yield ""
-    yield "Converted as well as they could be; malformed frontmatter is kept as text in the doc."
+    yield (
+        "Converted as well as they could be (malformed frontmatter is kept as text in the doc); each line says "
+        "what was done and how to fix it."
+    )
     yield ""
     yield from (f"- `{_located(p)}` {p['kind']}: {p['message']}" for p in d["problems"])
     if d["skipped"]:

@@ -163,8 +163,12 @@ def _skip_file(
 
 
 def _os_reason(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.errno == errno.ELOOP:
+        return "a symlink loop; fix or remove the link"
+    if isinstance(exc, OSError) and exc.errno == errno.ENOENT:
+        return "a symlink to nothing; fix or remove the link"
     if isinstance(exc, OSError) and exc.strerror:
-        return exc.strerror.lower() + (" (a symlink loop)" if exc.errno == errno.ELOOP else "")
+        return exc.strerror.lower()
     return str(exc)
 
 

@@ -53,10 +53,11 @@ def walk_vault(root: Path, exclude: tuple[str, ...] = ()) -> Walk:
     now = time.time()
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         rel_dir = _rel(Path(dirpath), root)
+        raw_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")  # as the disk has it (bad bytes escaped)
         dirnames[:] = sorted(d for d in dirnames if _keep_dir(Path(dirpath), rel_dir, d, exclude, skipped))
         for name in sorted(filenames, key=_name_order):
             abs_path = Path(dirpath) / name
-            raw = os.path.relpath(abs_path, root).replace(os.sep, "/")  # as the disk has it (bad bytes escaped)
+            raw = name if raw_dir == "." else f"{raw_dir}/{name}"
             path = unicodedata.normalize("NFC", safe_name(raw))
             reason, info = _skip_file(abs_path, root, name, path, exclude)
             if not reason and path in found:
@@ -64,7 +65,7 @@ def walk_vault(root: Path, exclude: tuple[str, ...] = ()) -> Walk:
             if reason or info is None:
                 skipped.append((path, reason))
                 continue
-            if safe_name(raw) != raw:
+            if path != raw and safe_name(raw) != raw:
                 message = f"file name {_shown(raw)} is not valid UTF-8; converted as {path}. Rename it"
                 problems.append((path, Problem("name", message)))
             mtime, problem = check_mtime(info.st_mtime, now)
@@ -93,6 +94,8 @@ def _shown(raw: str) -> str:
 
 def check_mtime(mtime: float, now: float) -> tuple[float, Problem | None]:
     """The mtime clamped into the range a timestamp can hold, and a problem when it is out of range or odd."""
+    if 0 <= mtime <= now + _FUTURE_SLACK:
+        return mtime, None
     when = _iso(mtime)
     if not MIN_MTIME <= mtime <= MAX_MTIME:
         clamped = min(max(mtime, MIN_MTIME), MAX_MTIME)
@@ -150,11 +153,12 @@ def _skip_file(
     if _excluded(path, name, exclude):
         return "excluded by config [walk] exclude", None
     try:
-        if abs_path.is_symlink():
+        info = os.lstat(abs_path)  # one system call for a regular file
+        if stat.S_ISLNK(info.st_mode):
             target = Path(os.path.realpath(abs_path, strict=True))
             if not target.is_relative_to(root):
                 return f"symlink pointing outside the vault ({safe_name(str(target))})", None
-        info = abs_path.stat()
+            info = os.stat(abs_path)
     except (OSError, RuntimeError) as exc:  # a symlink loop, a dangling symlink, a file gone meanwhile
         return f"cannot be read: {_os_reason(exc)}", None
     if not stat.S_ISREG(info.st_mode):

@@ -238,3 +238,12 @@ def test_a_touched_or_copied_file_is_not_foreign_but_a_same_size_edit_is(bundle:
     skill = (bundle / "SKILL.md").read_bytes()
     (bundle / "SKILL.md").write_bytes(skill.replace(b"vault2okf", b"VAULT2OKF"))
     assert b.foreign_files(bundle, marker) == ["SKILL.md (changed since vault2okf wrote it)"]
+
+
+def test_a_leftover_holding_an_index_is_kept_while_the_output_is_not_a_bundle(bundle: Path, tmp_path: Path) -> None:
+    bundle.rename(tmp_path / ".bundle.tmp-4242")
+    (tmp_path / ".bundle.tmp-31" / "concepts").mkdir(parents=True)
+    bundle.mkdir()
+    (bundle / "mine.txt").write_text("x", "utf-8")
+    b.recover(bundle)
+    assert siblings(bundle) == [".bundle.tmp-4242"] and state_kept(tmp_path / ".bundle.tmp-4242")

@@ -338,21 +338,27 @@ def recover(out: Path) -> list[Path]:
     """Finish what a killed convert left beside ``out`` (call under the bundle lock): put back a bundle that
     was moved aside, move the index out of a leftover into ``out``, then delete the leftovers.
 
-    Returns the leftovers it found. Nothing is touched while ``out`` holds something that is not a bundle.
+    Returns the leftovers it found. While ``out`` is not a bundle, a leftover holding an index is kept.
     """
     leftovers = _leftovers(out)
     if not out.exists() and not out.is_symlink():
         moved = [p for p in leftovers if p.name.startswith(f".{out.name}.old-") and read_marker(p) is not None]
         if moved:
             os.rename(moved[0], out)
-    if out.exists() and read_marker(out) is None and any(out.iterdir()):
-        return leftovers
+    is_bundle = read_marker(out) is not None
     for path in leftovers:
-        if os.path.lexists(path):
-            if out.exists():
-                adopt_state(path, out)
+        if not os.path.lexists(path):
+            continue
+        if is_bundle:
+            adopt_state(path, out)
+        if is_bundle or not _holds_state(path):
             shutil.rmtree(path)
     return leftovers
+
+
+def _holds_state(path: Path) -> bool:
+    state = path / STATE
+    return state.is_dir() and any(e.name != posixpath.basename(MARKER) for e in state.iterdir())
 
 
 def staging_dir(out: Path) -> Path:

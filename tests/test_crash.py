@@ -2,18 +2,22 @@
 
 Every kill must leave a usable bundle (the previous one or the new one), and after a rerun the index must
 hold exactly the chunks of a clean index of the same bundle: the same chunk ids, content hashes and vectors.
-Kill delays are seeded and spread over the measured length of one clean run, so they land in the imports,
-the model load, the embedding (small batches: many writes), and the swap.
+Kill points are seeded. A convert is killed after a random share of the measured length of one run (walk,
+parse, write, seal, swap). An index is killed either after a random delay (imports, model load) or a moment
+after its progress bar reaches a random share of its chunks (the embedding, in batches of 8: many writes),
+so the kills land where they should however loaded the machine is.
 """
 
 from __future__ import annotations
 
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -57,6 +61,39 @@ def run_and_kill(args: list[str], delay: float) -> bool:
         os.kill(process.pid, signal.SIGKILL)
         process.wait()
         return True
+
+
+def index_and_kill(bundle: Path, rng: random.Random) -> bool:
+    """Index with the progress bar on and kill -9 the run: half the time in the imports or the model load (after
+    a random delay), half the time in the embedding, a moment after the bar reaches a random share of its
+    chunks (so the kill lands between two writes or inside one, whatever the machine's load).
+    True when the run was still going when killed."""
+    args = cli("index", bundle, "--embedder", "minilm")
+    process = subprocess.Popen(args, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    reached = threading.Event()
+    share = rng.uniform(0.0, 0.95) if rng.random() < 0.5 else None
+    watcher = threading.Thread(target=_watch_bar, args=(process, share, reached), daemon=True)
+    watcher.start()
+    reached.wait(timeout=rng.uniform(0.5, 8.0) if share is None else 600)
+    time.sleep(rng.uniform(0.0, 0.3))
+    killed = process.poll() is None
+    if killed:
+        os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    watcher.join()
+    return killed
+
+
+def _watch_bar(process: subprocess.Popen, share: float | None, reached: threading.Event) -> None:
+    """Read the run's stderr; set `reached` once the tqdm bar shows `share` of its chunks done (or at the end)."""
+    assert process.stderr is not None
+    seen = b""
+    while chunk := os.read(process.stderr.fileno(), 4096):
+        seen = (seen + chunk)[-200:]
+        bars = re.findall(rb"(\d+)/(\d+) \[", seen)
+        if share is not None and bars and int(bars[-1][0]) >= share * int(bars[-1][1]):
+            reached.set()
+    reached.set()
 
 
 def assert_usable(bundle: Path) -> None:
@@ -117,7 +154,7 @@ def test_index_killed_at_random_points_resumes_to_exactly_the_clean_chunks(clean
         bundle = tmp_path / f"round-{rounds}" / "bundle"  # a fresh, never-indexed copy of the same bundle
         shutil.copytree(template, bundle, ignore=shutil.ignore_patterns("chroma", "index.json"))
         for _ in range(PER_ROUND):  # kill it, then kill the run that resumes it, ...
-            killed = run_and_kill(cli("index", bundle, "--embedder", "minilm", "--no-progress"), _delay(rng, seconds))
+            killed = index_and_kill(bundle, rng)
             kills, finished = kills + killed, finished + (not killed)
             assert_usable(bundle)
             assert_consistent_part(stored_chunks(bundle), clean)
@@ -155,7 +192,3 @@ def test_convert_killed_at_random_points_leaves_a_usable_bundle_and_its_index(cl
         f"convert: {kills} kills in {attempts} runs ({left_over} left a stage or old bundle beside, {index_aside} "
         f"the index outside the bundle), one run {seconds:.1f}s"
     )
-
-
-def _delay(rng: random.Random, seconds: float) -> float:
-    return rng.uniform(0.2, 1.0) * seconds  # imports and the model load take the first third or so

@@ -176,7 +176,9 @@ def test_convert_killed_at_random_points_leaves_a_usable_bundle_and_its_index(cl
     rng = random.Random(13)
     kills = attempts = left_over = index_aside = 0
     while kills < KILLS:
-        kills += run_and_kill(cli("convert", vault, "-o", bundle), rng.uniform(0.05, 1.1) * seconds)
+        late = rng.random() < 0.5  # half the kills in the last stretch: write, seal, swap
+        delay = rng.uniform(0.6, 1.05) if late else rng.uniform(0.05, 1.0)
+        kills += run_and_kill(cli("convert", vault, "-o", bundle), delay * seconds)
         attempts += 1
         assert_usable(bundle)  # the previous bundle or the new one, never none
         left_over += any(p.name.startswith(".bundle.tmp-") for p in bundle.parent.iterdir())

@@ -192,18 +192,16 @@ def foreign_files(bundle: Path, marker: Mapping[str, Any]) -> list[str]:
     written = marker.get("files")
     if not isinstance(written, dict):
         return [f for f in found if f.split("/", 1)[0] not in LAYOUT]
-    known = [f for f in found if f in written]
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        same = dict(zip(known, pool.map(lambda f: _unchanged(bundle / f, written[f]), known), strict=True))
     added = [f"{f} (not written by vault2okf)" for f in found if f not in written]
-    return added + [f"{f} (changed since vault2okf wrote it)" for f in known if not same[f]]
+    changed = [f for f in found if f in written and not _unchanged(bundle / f, written[f])]
+    return added + [f"{f} (changed since vault2okf wrote it)" for f in changed]
 
 
 def seal(stage: Path) -> None:
     """Record in the marker every file of the new bundle (sha256, size, mtime), so that the next convert can
     tell the files it wrote from files a user added or changed (``foreign_files``)."""
     files = tree_files(stage)
-    with ThreadPoolExecutor(max_workers=8) as pool:
+    with ThreadPoolExecutor(max_workers=8) as pool:  # hashing releases the GIL
         records = list(pool.map(lambda f: _record(stage / f), files))
     marker_path = stage / MARKER
     marker = json.loads(marker_path.read_text("utf-8"))

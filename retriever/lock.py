@@ -28,23 +28,35 @@ def lock_path(bundle_dir: Path | str) -> Path:
 def bundle_lock(bundle_dir: Path | str, doing: str) -> Iterator[None]:
     """Hold the bundle's lock while `doing` (``indexing``); RetrieverError at once when another run holds it."""
     path = lock_path(bundle_dir)
+    fd = _acquire(path, bundle_dir)
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as e:
-        raise RetrieverError(f"Cannot create the lock file {path} ({e.strerror}): is {path.parent} writable?") from e
-    try:
+        os.ftruncate(fd, 0)  # a run killed while holding it left its pid there
+        os.write(fd, f"{os.getpid()} {doing}\n".encode())
+        yield
+    finally:
+        os.unlink(path)  # while still held: a run that opened this file meanwhile sees it is gone and retries
+        os.close(fd)
+
+
+def _acquire(path: Path, bundle_dir: Path | str) -> int:
+    """The locked file descriptor of the lock file at ``path`` (the file that is there now, not a removed one)."""
+    while True:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise RetrieverError(f"Cannot create the lock file {path} ({e.strerror}): is its folder writable?") from e
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise RetrieverError(_held_message(fd, bundle_dir)) from None
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()} {doing}\n".encode())
+            message = _held_message(fd, bundle_dir)
+            os.close(fd)
+            raise RetrieverError(message) from None
         try:
-            yield
-        finally:
-            os.ftruncate(fd, 0)
-    finally:
-        os.close(fd)
+            if os.stat(path).st_ino == os.fstat(fd).st_ino:
+                return fd
+        except FileNotFoundError:
+            pass
+        os.close(fd)  # the holder removed the file as we opened it: take the new one
 
 
 def check_no_stranded_index(bundle_dir: Path | str) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import ctypes
 import errno
 import fcntl
-import hashlib
 import json
 import os
 import posixpath
@@ -183,49 +182,27 @@ def read_marker(bundle: Path) -> dict[str, Any] | None:
 
 
 def foreign_files(bundle: Path, marker: Mapping[str, Any]) -> list[str]:
-    """Files in the bundle that vault2okf did not write, or that changed since, per the marker's ``files``.
+    """Files in the bundle that vault2okf did not write: not in the marker's ``files``.
 
     A bundle from before the marker listed its files is judged by the layout: anything at the top level
     other than the bundle's own entries is foreign. Retriever state under ``.vault2okf/`` is never foreign.
+    A file vault2okf wrote and someone edited is not foreign: it is generated output, rewritten each time.
     """
     found = tree_files(bundle)
     written = marker.get("files")
-    if not isinstance(written, dict):
+    if not isinstance(written, list | dict):
         return [f for f in found if f.split("/", 1)[0] not in LAYOUT]
-    added = [f"{f} (not written by vault2okf)" for f in found if f not in written]
-    changed = [f for f in found if f in written and not _unchanged(bundle / f, written[f])]
-    return added + [f"{f} (changed since vault2okf wrote it)" for f in changed]
+    return [f for f in found if f not in set(written)]
 
 
 def seal(stage: Path) -> None:
-    """Record in the marker every file of the new bundle (sha256, size, mtime), so that the next convert can
-    tell the files it wrote from files a user added or changed (``foreign_files``)."""
-    files = tree_files(stage)
-    with ThreadPoolExecutor(max_workers=8) as pool:  # hashing releases the GIL
-        records = list(pool.map(lambda f: _record(stage / f), files))
+    """Record in the marker every file of the new bundle, so that the next convert can tell the files it
+    wrote from files a user added (``foreign_files``). A list of paths, so that the same vault still gives
+    byte-identical bundles."""
     marker_path = stage / MARKER
     marker = json.loads(marker_path.read_text("utf-8"))
-    marker["files"] = dict(zip(files, records, strict=True))
+    marker["files"] = tree_files(stage)
     marker_path.write_text(json.dumps(marker, ensure_ascii=False) + "\n", encoding="utf-8")
-
-
-def _record(path: Path) -> dict[str, Any]:
-    stat = path.stat()
-    return {"sha256": _digest(path), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
-
-
-def _unchanged(path: Path, record: Any) -> bool:
-    """Same size and mtime as recorded (a stat, as git does), else the same sha256 (a copied bundle)."""
-    if path.is_symlink():
-        return False
-    if isinstance(record, str):  # a marker written while records were only the sha256
-        return _digest(path) == record
-    if not isinstance(record, dict):
-        return False
-    stat = path.stat()
-    if stat.st_size != record.get("size"):
-        return False
-    return stat.st_mtime_ns == record.get("mtime_ns") or _digest(path) == record.get("sha256")
 
 
 def tree_files(root: Path) -> list[str]:
@@ -243,11 +220,6 @@ def tree_files(root: Path) -> list[str]:
     return sorted(found)
 
 
-def _digest(path: Path) -> str:
-    with path.open("rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
-
-
 def lock_path(out: Path) -> Path:
     out = out.resolve()
     return out.parent / f".{out.name}.lock"
@@ -263,20 +235,32 @@ def bundle_lock(out: Path, doing: str) -> Iterator[None]:
     """
     path = lock_path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = _acquire(path, out)
     try:
+        os.ftruncate(fd, 0)  # a run killed while holding it left its pid there
+        os.write(fd, f"{os.getpid()} {doing}\n".encode())
+        yield
+    finally:
+        os.unlink(path)  # while still held: a run that opened this file meanwhile sees it is gone and retries
+        os.close(fd)
+
+
+def _acquire(path: Path, out: Path) -> int:
+    """The locked file descriptor of the lock file at ``path`` (the file that is there now, not a removed one)."""
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise Vault2OkfError(_held_message(fd, out)) from None
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()} {doing}\n".encode())
+            message = _held_message(fd, out)
+            os.close(fd)
+            raise Vault2OkfError(message) from None
         try:
-            yield
-        finally:
-            os.ftruncate(fd, 0)
-    finally:
-        os.close(fd)
+            if os.stat(path).st_ino == os.fstat(fd).st_ino:
+                return fd
+        except FileNotFoundError:
+            pass
+        os.close(fd)  # the holder removed the file as we opened it: take the new one
 
 
 def _held_message(fd: int, out: Path) -> str:

@@ -16,11 +16,11 @@ from urllib.parse import quote
 
 from vault2okf import bundle as b
 from vault2okf.config import Config, load_config
-from vault2okf.db import Tables, write_database
+from vault2okf.db import ConceptRow, LinkRow, Tables, write_database
 from vault2okf.guard import Problems, note_meta_safe, read_note, resolve_note, rewrite_safe
 from vault2okf.meta import Meta
 from vault2okf.names import assign_doc_paths
-from vault2okf.parse import Note, Problem
+from vault2okf.parse import Note, Problem, Syntax
 from vault2okf.report import LinkRecord, LinkReport
 from vault2okf.resolve import Resolver, Status
 from vault2okf.walk import Walk, walk_vault
@@ -204,39 +204,39 @@ def _doc(note: Note, meta: Meta, body: str, doc_path: str, vault_name: str) -> b
     return b.Doc(doc_path, meta.title, meta.description, meta.type, b.render_doc(front, body))
 
 
-def _concept_row(note: Note, meta: Meta, doc: b.Doc, body: str) -> tuple[Any, ...]:
-    return (
-        concept_id(doc.doc_path),
-        note.path,
-        f"{b.CONCEPTS}/{doc.doc_path}",
-        meta.type,
-        meta.title,
-        meta.description,
-        list(meta.tags),
-        list(meta.aliases),
-        meta.timestamp,
-        meta.session_date,
-        meta.session_number,
-        body,
-        hashlib.sha256(doc.text.encode("utf-8")).hexdigest(),
-        json.dumps(note.frontmatter, ensure_ascii=False, sort_keys=True, default=str),
-        note.frontmatter_error,
+def _concept_row(note: Note, meta: Meta, doc: b.Doc, body: str) -> ConceptRow:
+    return ConceptRow(
+        id=concept_id(doc.doc_path),
+        vault_path=note.path,
+        doc_path=f"{b.CONCEPTS}/{doc.doc_path}",
+        type=meta.type,
+        title=meta.title,
+        description=meta.description,
+        tags=tuple(meta.tags),
+        aliases=tuple(meta.aliases),
+        timestamp=meta.timestamp,
+        session_date=meta.session_date,
+        session_number=meta.session_number,
+        body=body,
+        content_hash=hashlib.sha256(doc.text.encode("utf-8")).hexdigest(),
+        frontmatter=json.dumps(note.frontmatter, ensure_ascii=False, sort_keys=True, default=str),
+        frontmatter_error=note.frontmatter_error,
     )
 
 
-def _link_row(r: LinkRecord, doc_of: dict[str, str]) -> tuple[Any, ...]:
+def _link_row(r: LinkRecord, doc_of: dict[str, str]) -> LinkRow:
     target = r.resolution.path if r.resolution.status in _NOTE else None
-    return (
-        concept_id(doc_of[r.source]),
-        concept_id(doc_of[target]) if target else None,
-        r.link.raw,
-        r.link.target,
-        "embed" if r.link.embed else "link",
-        r.link.anchor,
-        r.link.line,
-        r.resolution.status.value,
-        r.link.context,
-        r.link.syntax == "frontmatter",
+    return LinkRow(
+        source_id=concept_id(doc_of[r.source]),
+        target_id=concept_id(doc_of[target]) if target else None,
+        raw=r.link.raw,
+        target=r.link.target,
+        kind="embed" if r.link.embed else "link",
+        anchor=r.link.anchor,
+        line=r.link.line,
+        status=r.resolution.status.value,
+        context=r.link.context,
+        in_frontmatter=r.link.syntax == Syntax.FRONTMATTER,
     )
 
 

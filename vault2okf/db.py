@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -32,28 +32,53 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
     ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
-CONCEPT_COLUMNS = (
-    "id", "vault_path", "doc_path", "type", "title", "description", "tags", "aliases", "timestamp",
-    "session_date", "session_number", "body", "content_hash", "frontmatter", "frontmatter_error",
-)  # fmt: skip
-LINK_COLUMNS = (
-    "source_id",
-    "target_id",
-    "raw",
-    "target",
-    "kind",
-    "anchor",
-    "line",
-    "status",
-    "context",
-    "in_frontmatter",
-)
+
+
+@dataclass(frozen=True)
+class ConceptRow:
+    """One row of ``concepts`` (docs/ARCHITECTURE.md has what each column means)."""
+
+    id: str
+    vault_path: str
+    doc_path: str
+    type: str
+    title: str
+    description: str
+    tags: tuple[str, ...]
+    aliases: tuple[str, ...]
+    timestamp: str
+    session_date: str | None
+    session_number: int | None
+    body: str
+    content_hash: str
+    frontmatter: str  # JSON text
+    frontmatter_error: str | None
+
+
+@dataclass(frozen=True)
+class LinkRow:
+    """One row of ``links``: a link as written in ``source_id``, and what it resolved to."""
+
+    source_id: str
+    target_id: str | None
+    raw: str
+    target: str
+    kind: str  # link | embed
+    anchor: str | None
+    line: int
+    status: str
+    context: str
+    in_frontmatter: bool
+
+
+CONCEPT_COLUMNS = tuple(f.name for f in fields(ConceptRow))
+LINK_COLUMNS = tuple(f.name for f in fields(LinkRow))
 
 
 @dataclass(frozen=True)
 class Tables:
-    concepts: Sequence[tuple[Any, ...]]  # rows in CONCEPT_COLUMNS order
-    links: Sequence[tuple[Any, ...]]  # rows in LINK_COLUMNS order
+    concepts: Sequence[ConceptRow]
+    links: Sequence[LinkRow]
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> None:
@@ -82,14 +107,17 @@ def write_database(path: Path, tables: Tables, meta: dict[str, str]) -> None:
         con.close()
 
 
-def _insert(
-    con: duckdb.DuckDBPyConnection, table: str, columns: Sequence[str], rows: Sequence[tuple[Any, ...]]
-) -> None:
+def _insert(con: duckdb.DuckDBPyConnection, table: str, columns: Sequence[str], rows: Sequence[Any]) -> None:
+    """All rows in one statement: one list per column, unnested side by side."""
     if not rows:
         return
     placeholders = ", ".join(f"unnest(${i + 1})" for i in range(len(columns)))
-    column_lists = [list(col) for col in zip(*rows, strict=True)]
+    column_lists = [[_value(getattr(row, col)) for row in rows] for col in columns]
     con.execute(f"INSERT INTO {table} ({', '.join(columns)}) SELECT {placeholders}", column_lists)
+
+
+def _value(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value  # VARCHAR[] columns take lists
 
 
 def connect(bundle: Path, read_only: bool = True) -> duckdb.DuckDBPyConnection:

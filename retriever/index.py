@@ -94,9 +94,10 @@ def _index(
 ) -> IndexResult:
     started = time.perf_counter()
     concepts = load_concepts(bundle_dir)
+    client = open_client(bundle_dir, path=chroma_path, url=chroma_url)  # a bad URL or server fails before the model
     embedder = get_embedder(embedder_name, device=device)
     name = _reuse_collection(bundle_dir, embedder.name) or collection_name(bundle_id(bundle_dir), embedder.name)
-    store = ChunkStore(open_client(bundle_dir, path=chroma_path, url=chroma_url), name)
+    store = ChunkStore(client, name)
     note_hashes = {cid: note_hash(title, body) for cid, title, body in concepts}
     stored = store.stored_metadata()
     keep = store.unchanged_notes(note_hashes, stored)

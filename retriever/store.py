@@ -63,12 +63,13 @@ def default_chroma_path(bundle_dir: Path | str) -> Path:
 
 def open_client(bundle_dir: Path | str, *, path: Path | str | None = None, url: str | None = None) -> Any:
     """A Chroma server client when `url` is given, else the persistent client in the bundle (or at `path`)."""
+    address = _parse_url(url) if url else None  # a bad URL fails before chromadb is even imported
     import chromadb
     from chromadb.config import Settings
 
     settings = Settings(anonymized_telemetry=False)
-    if url:
-        host, port, ssl = _parse_url(url)
+    if address:
+        host, port, ssl = address
         try:
             return chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=settings)
         except Exception as e:  # chromadb raises plain ValueError/ConnectionError variants

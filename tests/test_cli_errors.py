@@ -39,6 +39,10 @@ def places(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     (vault / "People").mkdir(parents=True)
     (vault / "People" / "Mira.md").write_text("Mira is a smuggler. She knows [[Tam]].\n", "utf-8")
     (vault / "Tam.md").write_text("Tam runs the ferry.\n", "utf-8")
+    bad_config = root / "bad-config"
+    bad_config.mkdir()
+    (bad_config / "a.md").write_text("A note.\n", "utf-8")
+    (bad_config / "vault2okf.toml").write_text("links = 5\n", "utf-8")
     bundle = root / "bundle"
     _cli("convert", str(vault), "-o", str(bundle))
     old = root / "old"
@@ -59,7 +63,7 @@ def places(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     a_file = root / "a-file.txt"
     a_file.write_text("not a folder\n", "utf-8")
     return {"root": root, "vault": vault, "bundle": bundle, "old": old, "damaged": damaged, "golden": golden,
-            "latin1": golden_latin1, "file": a_file, "mine": mine}  # fmt: skip
+            "latin1": golden_latin1, "file": a_file, "mine": mine, "bad_config": bad_config}  # fmt: skip
 
 
 def _cli(*args: str) -> None:
@@ -71,6 +75,12 @@ LIBRARY_ERRORS = {  # case -> (args, words the one-line message must hold)
     "convert-missing-vault": (["convert", "{root}/nope", "-o", "{root}/x"], "vault not found"),
     "convert-inside-vault": (["convert", "{vault}", "-o", "{vault}/out"], "inside the vault"),
     "convert-not-a-bundle": (["convert", "{vault}", "-o", "{mine}"], "not a vault2okf bundle"),
+    "convert-config-not-a-table": (["convert", "{bad_config}", "-o", "{root}/y"], "vault2okf.toml: config links = 5"),
+    "convert-missing-config": (["convert", "{vault}", "-o", "{root}/y", "--config", "{root}/none.toml"], "not found"),
+    "index-bad-chroma-url": (
+        ["index", "{bundle}", "--embedder", "minilm", "--chroma-url", "ftp://x"],
+        "Bad Chroma URL",
+    ),
     "links-missing": (["links", "{root}/nope"], "does not exist"),
     "links-of-a-vault": (["links", "{vault}"], "looks like a vault, not a bundle"),
     "links-damaged-json": (["links", "{damaged}", "--json"], "is damaged"),

@@ -26,9 +26,13 @@ def load_config(vault: Path, path: Path | None = None) -> Config:
     user_path = path if path is not None else vault / CONFIG_NAME
     if path is not None and not path.is_file():
         raise Vault2OkfError(f"config file not found: {path}")
-    if user_path.is_file():
-        _merge(data, _read(user_path))
-    return _build(data)
+    if not user_path.is_file():
+        return _build(data)
+    _merge(data, _read(user_path))
+    try:
+        return _build(data)
+    except Vault2OkfError as exc:
+        raise Vault2OkfError(f"{user_path}: {exc}") from None
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -47,10 +51,12 @@ def _merge(base: dict[str, Any], extra: dict[str, Any]) -> None:
 
 
 def _build(data: dict[str, Any]) -> Config:
-    types = data.get("types", {})
-    overrides = data.get("links", {}).get("overrides", {})
-    exclude = data.get("walk", {}).get("exclude", [])
-    max_bytes = data.get("convert", {}).get("max_note_bytes", Config.max_note_bytes)
+    types = _table(data, "types")
+    overrides = _table(_table(data, "links"), "overrides", "links.")
+    exclude = _table(data, "walk").get("exclude", [])
+    if not isinstance(exclude, list):
+        raise Vault2OkfError(f"config [walk] exclude = {exclude!r}: give a list of folder names or patterns")
+    max_bytes = _table(data, "convert").get("max_note_bytes", Config.max_note_bytes)
     if not isinstance(max_bytes, int) or isinstance(max_bytes, bool) or max_bytes < 1:
         raise Vault2OkfError(f"config [convert] max_note_bytes = {max_bytes!r}: give a whole number of bytes, >= 1")
     for name, value in (("types", types), ("links.overrides", overrides)):
@@ -62,6 +68,14 @@ def _build(data: dict[str, Any]) -> Config:
         overrides=dict(overrides),
         max_note_bytes=max_bytes,
     )
+
+
+def _table(data: dict[str, Any], key: str, prefix: str = "") -> dict[str, Any]:
+    """``data[key]`` when it is a table; a config error naming the key when it is something else."""
+    value = data.get(key, {})
+    if not isinstance(value, dict):
+        raise Vault2OkfError(f"config {prefix}{key} = {value!r}: [{prefix}{key}] must be a table (see defaults.toml)")
+    return value
 
 
 def folder_key(name: str) -> str:

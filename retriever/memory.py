@@ -40,14 +40,18 @@ class ChunkTable:
 
     @classmethod
     def from_store(cls, store: ChunkStore) -> ChunkTable:
-        ids, notes, texts, tokens, vectors = [], [], [], [], []
-        for row in store.rows(["documents", "metadatas", "embeddings"]):
-            meta = row.metadata or {}
-            ids.append(row.chunk_id)
+        ids: list[str] = []
+        notes: list[str] = []
+        texts: list[str] = []
+        tokens: list[int] = []
+        vectors: list[np.ndarray] = []
+        for stored in store.rows(["documents", "metadatas", "embeddings"]):
+            meta = stored.metadata or {}
+            ids.append(stored.chunk_id)
             notes.append(meta["note_id"])
-            texts.append(row.document or "")
+            texts.append(stored.document or "")
             tokens.append(int(meta["tokens"]))
-            vectors.append(row.embedding)
+            vectors.append(stored.embedding if stored.embedding is not None else np.zeros(0, dtype=np.float32))
         order = sorted(range(len(ids)), key=lambda i: (notes[i], _chunk_no(ids[i])))
         rows_of: dict[str, list[int]] = defaultdict(list)
         for row, i in enumerate(order):

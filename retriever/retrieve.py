@@ -90,7 +90,7 @@ class SearchSpec:
 
 def _member(enum: type[StrEnum], value: object, what: str) -> Any:
     try:
-        return enum(value)
+        return enum(str(value))
     except ValueError:
         raise RetrieverError(f"unknown {what} {value!r}; choose one of {', '.join(enum)}") from None
 

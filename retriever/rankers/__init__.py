@@ -37,7 +37,7 @@ RANKERS: dict[str, Ranker] = {
     "rrf-lex": fuse(context, support, lexical),
     "file": file_order,
 }
-RankerName = StrEnum("RankerName", {name: name for name in RANKERS})  # the closed set, for option parsing
+RankerName = StrEnum("RankerName", {name: name for name in RANKERS})  # type: ignore[misc]  # for option parsing
 
 __all__ = [
     "RANKERS", "RRF_K", "HopInput", "Ranker", "RankerName", "Scores", "context", "dense", "dense_hub", "file_order",

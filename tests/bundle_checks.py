@@ -9,7 +9,7 @@ from urllib.parse import unquote
 
 import duckdb
 
-_LINK = re.compile(r"!?\[(?:\\.|[^\[\]\\])*\]\(\s*(<[^>]*>|[^)\s]*)\s*(?:\"[^\"]*\")?\)")
+_LINK = re.compile(r"!?\[(?:\\.|[^\[\]\\\n])*\]\(\s*(<[^<>\n]*>|[^()\s]*)\s*(?:\"[^\"\n]*\")?\)")  # linear
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 

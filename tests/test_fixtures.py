@@ -23,7 +23,6 @@ COMPARED = ("concepts", "link-health.json")
 # scenario -> reason, while a converter bug is open (each bug has its own small scenario)
 XFAIL: dict[str, str] = {}
 LINKS_XFAIL: dict[str, str] = {}
-_MD_LINK = re.compile(r"!?\[(?:\\.|[^\[\]\\])*\]\(\s*(<[^>]*>|[^)\s]*)")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 

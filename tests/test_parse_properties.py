@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-
 import pytest
+from growth import FACTOR, MAX_RATIO, growth
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -48,9 +46,6 @@ UNITS = {
     "%%": "%%", "`": "`", "#": "#", "<": "<", "[[a#": "[[a#", "| [[x\\|y]] ": "| [[x\\|y]] ",
 }  # fmt: skip
 LINE_UNITS = {"indented [[x]]": "    [[x]]\n", "indented after list": "      [[x]]\n", "quoted": "> [[x]]\n"}
-MIN_SECONDS = 0.04  # n doubles until one run takes this long, so timer noise stays small against it
-FACTOR = 4
-MAX_RATIO = 6.0  # 1.5x linear growth
 
 
 def pipeline(text: str) -> None:
@@ -62,23 +57,6 @@ def pipeline(text: str) -> None:
     body = rewrite_body(note, {r.link: r.resolution for r in records}, {"n.md": "n.md", "x.md": "x.md", "a.md": "a.md"})
     render_doc({"title": meta.title, "description": meta.description, **note.frontmatter}, body)
     LinkReport("v", (note.path,), tuple(records), (), (), {}).to_json_text()
-
-
-def best_time(work: Callable[[int], object], n: int, repeats: int = 5) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        work(n)
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
-def growth(work: Callable[[int], object]) -> tuple[int, float, float]:
-    """(n, time at n, time at FACTOR * n), n the first power of two from 1024 where one run takes MIN_SECONDS."""
-    n = 1024
-    while best_time(work, n, repeats=1) < MIN_SECONDS and n < 2**18:
-        n *= 2
-    return n, best_time(work, n), best_time(work, FACTOR * n, repeats=3)
 
 
 def hostile_note(unit: str, n: int) -> str:

@@ -4,7 +4,8 @@ A full markdown-it-py parse of every note costs ~150x the time of reading the fi
 thellade, see docs/adr-001-fast-scan.md), so the block structure that decides whether a line can hold a
 link at all (fenced code, indented code, ``%%`` comment blocks) is tracked by a small line scanner, and
 only lines that may hold a link go through markdown-it-py's inline parser with the Obsidian rules. The
-scanner is tested against a full markdown-it-py parse on the shared vaults (tests/test_scan_oracle.py).
+scanner is tested against a full markdown-it-py parse on the shared vaults
+(`tests/test_scan.py::test_fast_scanner_agrees_with_full_parse`).
 """
 
 from __future__ import annotations

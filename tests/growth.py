@@ -1,0 +1,34 @@
+"""Growth checks instead of wall-clock limits: the time at n and at FACTOR * n (best of a few runs, so a busy
+machine slows both alike) must grow about linearly. Linear work grows by ~FACTOR, quadratic by ~FACTOR**2.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+MIN_SECONDS = 0.04  # n doubles until one run takes this long, so timer noise stays small against it
+FACTOR = 4
+MAX_RATIO = 6.0  # 1.5x linear growth
+
+
+def best_time(work: Callable[[int], object], n: int, repeats: int = 5) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        work(n)
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def growth(work: Callable[[int], object], start: int = 1024) -> tuple[int, float, float]:
+    """(n, time at n, time at FACTOR * n), n the first power of two from ``start`` where one run takes MIN_SECONDS."""
+    n = start
+    while best_time(work, n, repeats=1) < MIN_SECONDS and n < 2**18:
+        n *= 2
+    return n, best_time(work, n), best_time(work, FACTOR * n, repeats=3)
+
+
+def assert_linear(work: Callable[[int], object], what: str, start: int = 1024) -> None:
+    n, t1, t2 = growth(work, start)
+    assert t2 / t1 < MAX_RATIO, f"{what}: {n} -> {t1:.3f}s, {FACTOR * n} -> {t2:.3f}s (ratio {t2 / t1:.1f})"

@@ -7,7 +7,6 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import duckdb
@@ -104,25 +103,31 @@ def test_two_converts_at_once_one_refused_clearly_bundle_and_index_survive(bundl
 # --- the swap ---------------------------------------------------------------------------------------------
 
 
-def test_the_bundle_path_is_never_missing_during_swaps(bundle: Path) -> None:
-    missing, done = [], threading.Event()
+WATCH = """
+import os, sys
+skill, stop, misses = sys.argv[1], sys.argv[2], 0
+print("watching", flush=True)
+while not os.path.exists(stop):
+    misses += not os.path.isfile(skill)
+print(misses, flush=True)
+"""
 
-    def watch() -> None:
-        while not done.is_set():
-            if not (bundle / "SKILL.md").is_file():
-                missing.append(1)
 
-    watcher = threading.Thread(target=watch)
-    watcher.start()
+def test_the_bundle_path_is_never_missing_during_swaps(bundle: Path, tmp_path: Path) -> None:
+    stop = tmp_path / "stop"  # the watcher is a process of its own: it looks while the swaps run, not between
+    args = [sys.executable, "-c", WATCH, str(bundle / "SKILL.md"), str(stop)]
+    watcher = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
+    assert watcher.stdout is not None and watcher.stdout.readline() == "watching\n"
     try:
-        for _ in range(50):  # with two renames instead of one exchange, a gap shows within ~30
+        for _ in range(50):  # with two renames instead of one exchange the watcher saw the gap 5,232 times
             stage = b.staging_dir(bundle)
             shutil.copytree(bundle, stage, dirs_exist_ok=True, ignore=shutil.ignore_patterns("chroma", "index.json"))
             b.swap_into_place(stage, bundle)
     finally:
-        done.set()
-        watcher.join()
-    assert not missing and usable(bundle) and state_kept(bundle) and siblings(bundle) == []
+        stop.touch()
+        misses = watcher.communicate(timeout=60)[0]
+        stop.unlink()
+    assert misses == "0\n" and usable(bundle) and state_kept(bundle) and siblings(bundle) == []
 
 
 def test_reconvert_keeps_the_index_and_leaves_only_the_lock_beside(bundle: Path) -> None:

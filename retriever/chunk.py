@@ -28,6 +28,10 @@ PLUGIN_FENCES = frozenset(
 )
 
 _MD = MarkdownIt("commonmark")
+# Block structure only (fences, headings): the inline rules run on heading text alone, so a long run of
+# `[a](` or `![` in a paragraph, on which markdown-it's link rules are quadratic, is never inline-parsed.
+_BLOCKS = MarkdownIt("commonmark").disable("inline")
+_HEADING_INLINE_LIMIT = 2000  # longer heading text is taken as written, not inline-parsed
 # Each opener's scan stops at the next opener, so unclosed openers cost linear time, not quadratic.
 _COMMENT = re.compile(r"<!--(?:(?!<!--).)*?-->|%%.*?%%", re.DOTALL)
 _TEMPLATER = re.compile(r"<%(?:(?!<%).)*?%>", re.DOTALL)
@@ -67,7 +71,7 @@ def clean_body(body: str) -> str:
     """The body without plugin code blocks, comments and templater tags, links reduced to labels."""
     lines = body.splitlines()
     parts, start = [], 0
-    for token in _MD.parse(body):
+    for token in _BLOCKS.parse(body):
         if token.type != "fence" or token.map is None:
             continue
         first, end = token.map
@@ -92,13 +96,20 @@ def _clean_prose(text: str) -> str:
 
 def _headings(text: str) -> dict[int, tuple[int, int, str]]:
     """Top-level headings by first line: (line after the heading, level, plain heading text)."""
-    tokens = _MD.parse(text)
+    env: dict = {}  # link reference definitions found by the block pass, for the headings' inline pass
+    tokens = _BLOCKS.parse(text, env)
     found = {}
     for i, token in enumerate(tokens):
         if token.type == "heading_open" and token.level == 0 and token.map:
-            words = [c.content for c in tokens[i + 1].children or [] if c.type in ("text", "code_inline")]
-            found[token.map[0]] = (token.map[1], int(token.tag[1:]), "".join(words).strip())
+            found[token.map[0]] = (token.map[1], int(token.tag[1:]), _heading_text(tokens[i + 1].content, env))
     return found
+
+
+def _heading_text(content: str, env: dict) -> str:
+    if len(content) > _HEADING_INLINE_LIMIT:
+        return content.strip()
+    children = _MD.parseInline(content, env)[0].children or []
+    return "".join(c.content for c in children if c.type in ("text", "code_inline")).strip()
 
 
 def _sections(text: str) -> list[_Section]:

@@ -29,6 +29,13 @@ def growth(work: Callable[[int], object], start: int = 1024) -> tuple[int, float
     return n, best_time(work, n), best_time(work, FACTOR * n, repeats=3)
 
 
-def assert_linear(work: Callable[[int], object], what: str, start: int = 1024) -> None:
-    n, t1, t2 = growth(work, start)
-    assert t2 / t1 < MAX_RATIO, f"{what}: {n} -> {t1:.3f}s, {FACTOR * n} -> {t2:.3f}s (ratio {t2 / t1:.1f})"
+def assert_linear(work: Callable[[int], object], what: str, start: int = 1024, tries: int = 2) -> None:
+    """Growth below MAX_RATIO in the best of ``tries`` measurements: a burst of load on a shared machine can
+    spoil one, while superlinear code fails every one (quadratic work grows by ~16 each time)."""
+    seen = []
+    for _ in range(tries):
+        n, t1, t2 = growth(work, start)
+        seen.append(f"{n} -> {t1:.3f}s, {FACTOR * n} -> {t2:.3f}s (ratio {t2 / t1:.1f})")
+        if t2 / t1 < MAX_RATIO:
+            return
+    raise AssertionError(f"{what} grows faster than linearly: " + "; ".join(seen))

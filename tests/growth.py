@@ -1,5 +1,9 @@
-"""Growth checks instead of wall-clock limits: the time at n and at FACTOR * n (best of a few runs, so a busy
-machine slows both alike) must grow about linearly. Linear work grows by ~FACTOR, quadratic by ~FACTOR**2.
+"""Growth checks instead of wall-clock limits: the time at n and at FACTOR * n must grow about linearly.
+Linear work grows by ~FACTOR, quadratic by ~FACTOR**2.
+
+Times are this process's CPU time (best of a few runs), not wall time: on a shared machine a short run can
+fit between other jobs' time slices while a long one cannot, which inflates wall-time ratios by up to the
+number of jobs per core; CPU time does not see the other jobs.
 """
 
 from __future__ import annotations
@@ -15,9 +19,9 @@ MAX_RATIO = 6.0  # 1.5x linear growth
 def best_time(work: Callable[[int], object], n: int, repeats: int = 5) -> float:
     times = []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start = time.process_time()
         work(n)
-        times.append(time.perf_counter() - start)
+        times.append(time.process_time() - start)
     return min(times)
 
 

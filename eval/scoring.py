@@ -9,7 +9,6 @@ uses too, ``retriever.answer.refusal``) is counted apart from a confident wrong 
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -17,9 +16,8 @@ from typing import Any
 
 from eval.golden import Question
 from eval.metrics import by_tier, mean
+from retriever.answer.refusal import fold as normalise
 from retriever.answer.refusal import is_not_found
-
-_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
 
 
 @dataclass(frozen=True)
@@ -32,13 +30,6 @@ class AnswerScore:
     not_found: bool
     correct_refusal: bool | None
     wrong: bool
-
-
-def normalise(text: str) -> str:
-    """Casefolded, accents stripped, curly apostrophes straightened, whitespace collapsed."""
-    decomposed = unicodedata.normalize("NFKD", text.translate(_APOSTROPHES))
-    bare = "".join(c for c in decomposed if not unicodedata.combining(c))
-    return " ".join(bare.casefold().split())
 
 
 @lru_cache(maxsize=4096)

@@ -26,11 +26,16 @@ _DECLINES = re.compile(
 )
 
 
+def fold(text: str) -> str:
+    """Casefolded, accents stripped, curly apostrophes straightened, whitespace collapsed (the scorer's too)."""
+    decomposed = unicodedata.normalize("NFKD", text.translate(_APOSTROPHES))
+    bare = "".join(c for c in decomposed if not unicodedata.combining(c))
+    return " ".join(bare.casefold().split())
+
+
 def declines(text: str) -> bool:
     """The text says the notes do not hold the answer (emphasis, quotes, case and accents ignored)."""
-    decomposed = unicodedata.normalize("NFKD", text.translate(_APOSTROPHES).translate(_MARKUP))
-    bare = " ".join("".join(c for c in decomposed if not unicodedata.combining(c)).casefold().split())
-    return _DECLINES.search(bare) is not None
+    return _DECLINES.search(fold(text.translate(_MARKUP))) is not None
 
 
 def is_not_found(text: str) -> bool:

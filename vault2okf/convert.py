@@ -23,6 +23,7 @@ from vault2okf.names import assign_doc_paths
 from vault2okf.parse import Note, Problem, Syntax
 from vault2okf.report import LinkRecord, LinkReport
 from vault2okf.resolve import Resolver, Status
+from vault2okf.skill import skill_text
 from vault2okf.walk import Walk, walk_vault
 
 _NOTE = (Status.RESOLVED, Status.AMBIGUOUS, Status.ALIAS, Status.SELF)
@@ -163,7 +164,7 @@ def _write(
     for folder, text in b.folder_indexes(docs, vault.name, attachment_folders).items():
         files[posixpath.join(b.CONCEPTS, folder, "index.md")] = text
     types = dict(Counter(d.type for d in docs).most_common())
-    files["SKILL.md"] = b.skill_text(name, vault.name, types, report.to_json()["totals"])
+    files["SKILL.md"] = skill_text(name, vault.name, types, report.to_json()["totals"])
     files["link-health.md"] = report.to_markdown()
     files["link-health.json"] = report.to_json_text()
     files[b.MARKER] = json.dumps({"tool": "vault2okf", "vault": vault.name, "okf_version": b.OKF_VERSION}) + "\n"

@@ -14,7 +14,7 @@ $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0   # the CPU wheel first: an unpinned torch pulls a CUDA build
-	$(PY) -m pip install -q -e '.[ask,eval,offline,dev]'
+	$(PY) -m pip install -q -e '.[ask,eval,serve,offline,dev]'
 	touch $@
 
 install: $(VENV)/.installed

@@ -66,7 +66,10 @@ def _summarise_method(questions: Sequence[Question], method: str, run: Run, budg
     answerable = [q for q in questions if q.answerable]
     return {
         "budget": asdict(mean_budget(questions, method, budgets)),
-        "tiers": {tier.value: _scores(group, found) for tier, group in by_tier(answerable).items()},
+        "tiers": {
+            tier.value: {**_scores(group, found), "budget": asdict(mean_budget(group, method, budgets))}
+            for tier, group in by_tier(answerable).items()
+        },
         "overall": _scores(answerable, found),
     }
 

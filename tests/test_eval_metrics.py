@@ -67,14 +67,18 @@ def test_summarise_shape_and_numbers():
     vec = result["vec"]
     assert vec["budget"] == {"notes": 5.0, "tokens": 250.0}
     assert list(vec["tiers"]) == ["lookup", "synthesis"]
-    assert vec["tiers"]["lookup"] == {"n": 1, "recall": 1.0, "hit_all": 1.0, "mrr": 1.0}
-    assert vec["tiers"]["synthesis"] == pytest.approx({"n": 2, "recall": 1 / 3, "hit_all": 0.0, "mrr": 0.25})
+    lookup, synthesis = vec["tiers"]["lookup"], vec["tiers"]["synthesis"]
+    assert lookup == {"n": 1, "recall": 1.0, "hit_all": 1.0, "mrr": 1.0, "budget": {"notes": 5.0, "tokens": 100.0}}
+    assert synthesis.pop("budget") == {"notes": 5.0, "tokens": 250.0}  # each tier's own mean spend
+    assert synthesis == pytest.approx({"n": 2, "recall": 1 / 3, "hit_all": 0.0, "mrr": 0.25})
     assert vec["overall"] == pytest.approx({"n": 3, "recall": 5 / 9, "hit_all": 1 / 3, "mrr": 0.5})
 
 
 def test_summarise_second_method():
     graph = summarise(QUESTIONS, RUN, BUDGETS)["graph"]
     assert graph["budget"] == {"notes": 5.0, "tokens": 60.0}
+    assert graph["tiers"]["lookup"].pop("budget") == {"notes": 3.0, "tokens": 90.0}
+    assert graph["tiers"]["synthesis"].pop("budget") == {"notes": 7.5, "tokens": 75.0}
     assert graph["tiers"]["lookup"] == pytest.approx({"n": 1, "recall": 1.0, "hit_all": 1.0, "mrr": 1 / 3})
     assert graph["tiers"]["synthesis"] == pytest.approx({"n": 2, "recall": 0.75, "hit_all": 0.5, "mrr": 1.0})
     assert graph["overall"] == pytest.approx({"n": 3, "recall": 5 / 6, "hit_all": 2 / 3, "mrr": 7 / 9})

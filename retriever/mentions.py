@@ -1,0 +1,106 @@
+"""Which notes a text names: note titles and aliases found as whole words, case- and accent-insensitively.
+
+Two uses in retrieval:
+- a question that names a note (its title or an alias) gets that note among the seeds, so an exact name is
+  never missed because its chunks embed poorly;
+- the session notes that mention a seed note by name, even without a link, are offered to the hop in session
+  order (temporal questions ask how something changed across sessions that often only *mention* it).
+
+Names are matched as word sequences (``\\w+`` tokens after the text fold), so "Kanda" does not match
+"Kandahar". A name shared by too many notes, or one that is a single short or very common word, is left out:
+it would name half the vault.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from retriever.graph import NoteGraph
+
+_WORD = re.compile(r"\w+")
+MIN_CHARS = 4  # a one-word name shorter than this ("Ash", "Bo") is too likely to be an ordinary word
+MAX_NOTES_PER_NAME = 3  # a name shared by more notes than this ("Overview", "Notes") names nothing in particular
+COMMON = frozenset(
+    """index readme overview notes note session sessions summary recap template untitled main home people places
+    map maps party the and general misc other history background introduction todo""".split()  # noqa: SIM905
+)
+
+
+def fold_words(text: str) -> list[str]:
+    """Words of ``text``, case-folded and without accents: the unit names are matched in."""
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    plain = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    return _WORD.findall(plain)
+
+
+@dataclass
+class NameIndex:
+    """Folded word sequences of note names -> the notes with that name."""
+
+    notes_of: dict[tuple[str, ...], frozenset[str]]
+    longest: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.longest = max((len(k) for k in self.notes_of), default=0)
+
+    @classmethod
+    def from_graph(cls, graph: NoteGraph) -> NameIndex:
+        named: dict[tuple[str, ...], set[str]] = defaultdict(set)
+        for concept in graph.concepts.values():
+            for name in {concept.title, *concept.aliases}:
+                words = tuple(fold_words(name or ""))
+                if _usable(words):
+                    named[words].add(concept.id)
+        return cls({k: frozenset(v) for k, v in named.items() if len(v) <= MAX_NOTES_PER_NAME})
+
+    def find(self, text: str) -> dict[str, int]:
+        """Notes named in ``text`` -> how many words the longest match had (longer names are surer)."""
+        words = fold_words(text)
+        found: dict[str, int] = {}
+        for start in range(len(words)):
+            for n in range(min(self.longest, len(words) - start), 0, -1):
+                notes = self.notes_of.get(tuple(words[start : start + n]))
+                if notes:
+                    for note in notes:
+                        found[note] = max(found.get(note, 0), n)
+                    break  # the longest name starting here wins ("Old Tom Bell" over "Tom")
+        return found
+
+
+def _usable(words: tuple[str, ...]) -> bool:
+    if not words or all(w.isdigit() for w in words):
+        return False
+    if len(words) == 1:
+        return len(words[0]) >= MIN_CHARS and words[0] not in COMMON
+    return not all(w in COMMON or w.isdigit() for w in words)
+
+
+@dataclass
+class SessionMentions:
+    """For each note, the session notes that name it or link it, in session order."""
+
+    sessions_of: dict[str, list[str]]
+    position: dict[str, int]  # session id -> its place in session order
+
+    @classmethod
+    def build(cls, graph: NoteGraph, names: NameIndex, texts: Mapping[str, Iterable[str]]) -> SessionMentions:
+        """``texts``: note id -> its chunk texts; only session notes are read."""
+        sessions = sorted(
+            (c for c in graph.concepts.values() if c.session_key is not None), key=lambda c: (c.session_key, c.id)
+        )
+        sessions_of: dict[str, list[str]] = defaultdict(list)
+        for session in sessions:
+            named = set(names.find("\n".join(texts.get(session.id, ()))))
+            named |= set(graph.neighbours.get(session.id, {}))  # a link is a mention too
+            for note in sorted(named - {session.id}):
+                sessions_of[note].append(session.id)
+        return cls(dict(sessions_of), {s.id: i for i, s in enumerate(sessions)})
+
+    def sessions_naming(self, notes: Iterable[str]) -> list[str]:
+        """Sessions naming any of ``notes``, each once, in session order."""
+        found = {s for note in notes for s in self.sessions_of.get(note, ())}
+        return sorted(found, key=self.position.__getitem__)

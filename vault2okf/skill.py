@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from vault2okf.bundle import CONCEPTS, OKF_VERSION
 
 
-def skill_text(name: str, vault_name: str, types: Mapping[str, int], totals: Mapping[str, Any]) -> str:
+def skill_text(
+    name: str,
+    vault_name: str,
+    types: Mapping[str, int],
+    totals: Mapping[str, Any],
+    folders: Sequence[Mapping[str, Any]] = (),
+) -> str:
+    """``name`` is the vault's name (not the output folder's), made lowercase-hyphen for the skill's ``name``;
+    ``folders`` are the report's ``types`` rows (folder -> type with counts)."""
     slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:64] or "okf-bundle"
     description = (
         f"Knowledge from the Obsidian vault '{vault_name}' as an Open Knowledge Format bundle: "
@@ -19,6 +27,10 @@ def skill_text(name: str, vault_name: str, types: Mapping[str, int], totals: Map
         "cite the concept docs you used."
     )[:1024]
     type_lines = "\n".join(f"- `{t}`: {n}" for t, n in types.items())
+    if folders:
+        type_lines += "\n\nBy folder (map a folder to a type under `[types]` in `vault2okf.toml`):\n\n" + "\n".join(
+            f"- `{r['folder'] or '(top)'}` -> `{r['type']}` ({r['rule']}): {r['notes']}" for r in folders
+        )
     return (
         f"---\nname: {slug}\ndescription: {json.dumps(description, ensure_ascii=False)}\n---\n\n"
         f"# {vault_name} (OKF bundle)\n\n"

@@ -1,0 +1,217 @@
+"""``vault2okf mcp BUNDLE [BUNDLE ...]``: a read-only MCP server (stdio) over one or more bundles.
+
+It adds nothing of its own to the tool layer (``retriever.tools``): each tool is a ``BundleTools`` method with a
+``bundle`` argument (needed only when more than one bundle is served), plus ``list_bundles`` and
+``link_health``. ``SKILL.md``, the link-health report and every concept doc are resources, read from the
+bundle's files. Nothing it serves writes: the database is opened read-only and locked down, resources are
+read as files, and no tool takes a path.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import quote
+
+import typer
+
+from retriever.errors import RetrieverError
+from retriever.tools import TOOL_SPECS, BundleTools, Limits, ToolError
+
+INSTRUCTIONS = (
+    "Read-only tools over Obsidian vaults converted to Open Knowledge Format bundles. Start with schema or "
+    "search; read_note reads a note, neighbours follows its links both ways, sql runs one SELECT. Every fact in "
+    "an answer must come from a tool result in this conversation; if the tools do not return it, say you could "
+    "not find it in the vault. Never fill in or complete a list from your own knowledge. Cite note ids."
+)
+Mode = Literal["vector", "graph", "union"]
+BUNDLE_ARG = "Bundle name from list_bundles; needed only when the server serves more than one."
+
+
+class Library:
+    """The served bundles by name: the folder name, made unique with -2, -3 …; one path is served once."""
+
+    def __init__(self, bundles: Sequence[Path], *, chroma_url: str | None = None, limits: Limits | None = None):
+        self.tools: dict[str, BundleTools] = {}
+        seen: set[Path] = set()
+        for bundle in bundles:
+            path = Path(bundle).resolve()
+            if path in seen:
+                continue
+            seen.add(path)
+            name, n = path.name or "bundle", 1
+            while name in self.tools:
+                n += 1
+                name = f"{path.name}-{n}"
+            self.tools[name] = BundleTools(Path(bundle), chroma_url=chroma_url, limits=limits)
+
+    def get(self, name: str | None) -> BundleTools:
+        if name is None or name == "":
+            if len(self.tools) == 1:
+                return next(iter(self.tools.values()))
+            raise ToolError(f"several bundles are served: pass bundle, one of {', '.join(self.tools)}")
+        if name not in self.tools:
+            raise ToolError(f"no bundle {name!r}: the bundles are {', '.join(self.tools)} (list_bundles)")
+        return self.tools[name]
+
+    def list_bundles(self) -> dict[str, Any]:
+        return {"bundles": [_describe(name, tools) for name, tools in self.tools.items()]}
+
+    def link_health(self, name: str | None) -> dict[str, Any]:
+        tools = self.get(name)
+        path = tools.bundle / "link-health.json"
+        try:
+            report = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise ToolError(f"no readable link-health report in {tools.bundle} ({e}): convert it again") from e
+        fields = {"broken": ("suggestions", "fix"), "ambiguous": ("candidates", "chosen"), "alias_only": ("note",),
+                  "missing_attachments": ()}  # fmt: skip
+        payload: dict[str, Any] = {"totals": report.get("totals", {})}
+        for key, extra in fields.items():
+            payload[key] = [_short(e, "target", "count", "at", *extra) for e in report.get(key, [])]
+        payload["hubs"] = report.get("hubs", [])[:10]
+        payload["orphans"] = report.get("orphans", [])[:30]
+        for key in ("orphans", "missing_attachments", "alias_only", "ambiguous", "broken"):
+            payload = tools.fit(payload, key, "read the resource link-health.md or link-health.json for all of it")
+        return payload
+
+
+def _short(entry: dict[str, Any], *keys: str) -> dict[str, Any]:
+    out = {k: entry[k] for k in keys if k in entry}
+    if isinstance(out.get("at"), list) and len(out["at"]) > 3:
+        out["at"] = [*out["at"][:3], f"... {len(entry['at']) - 3} more"]
+    return out
+
+
+def _describe(name: str, tools: BundleTools) -> dict[str, Any]:
+    from retriever.index import read_index_info
+
+    types = tools.select("SELECT type, count(*) FROM concepts GROUP BY type ORDER BY 2 DESC, 1")
+    vault = tools.select("SELECT value FROM meta WHERE key = 'vault'")
+    try:
+        indexed: str | None = read_index_info(tools.bundle).embedder
+    except RetrieverError:
+        indexed = None
+    return {
+        "name": name,
+        "vault": vault[0][0] if vault else None,
+        "notes": sum(n for _, n in types),
+        "types": dict(types),
+        "search": f"indexed with {indexed}" if indexed else "not indexed: search is unavailable",
+    }
+
+
+def build_server(library: Library) -> Any:
+    """The MCP server: the tool layer's tools with a ``bundle`` argument, and the bundles' files as resources."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError as McpToolError
+
+    server = MCPServer("vault2okf", instructions=INSTRUCTIONS, log_level="WARNING")
+
+    def run(bundle: str | None, tool: str, **arguments: Any) -> str:
+        try:
+            payload = library.get(bundle).run(tool, {k: v for k, v in arguments.items() if v is not None})
+        except RetrieverError as e:
+            raise McpToolError(str(e)) from None
+        return json.dumps(payload, ensure_ascii=False, default=str)
+
+    def search(query: str, mode: Mode = "union", k: int = 10, bundle: str | None = None) -> str:
+        return run(bundle, "search", query=query, mode=mode, k=k)
+
+    def read_note(id: str, heading: str | None = None, bundle: str | None = None) -> str:  # noqa: A002
+        return run(bundle, "read_note", id=id, heading=heading)
+
+    def neighbours(id: str, bundle: str | None = None) -> str:  # noqa: A002
+        return run(bundle, "neighbours", id=id)
+
+    def sql(query: str, bundle: str | None = None) -> str:
+        return run(bundle, "sql", query=query)
+
+    def schema(bundle: str | None = None) -> str:
+        return run(bundle, "schema")
+
+    def link_health(bundle: str | None = None) -> str:
+        try:
+            return json.dumps(library.link_health(bundle), ensure_ascii=False)
+        except RetrieverError as e:
+            raise McpToolError(str(e)) from None
+
+    def list_bundles() -> str:
+        return json.dumps(library.list_bundles(), ensure_ascii=False)
+
+    read_only = _read_only_hint()
+    for fn in (search, read_note, neighbours, sql, schema):
+        server.add_tool(fn, description=f"{TOOL_SPECS[fn.__name__]['description']} {BUNDLE_ARG}", annotations=read_only)
+    server.add_tool(
+        link_health,
+        description="The bundle's link-health report: totals, broken and ambiguous links with where they are and "
+        f"suggested fixes, alias-only links, missing attachments, hubs, orphans. {BUNDLE_ARG}",
+        annotations=read_only,
+    )
+    server.add_tool(list_bundles, description="The served bundles: name, vault, notes per type, search status.",
+                    annotations=read_only)  # fmt: skip
+    for name, tools in library.tools.items():
+        _add_resources(server, name, tools)
+    return server
+
+
+def _read_only_hint() -> Any:
+    from mcp_types import ToolAnnotations
+
+    return ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+
+
+def _add_resources(server: Any, name: str, tools: BundleTools) -> None:
+    from mcp.server.mcpserver.resources import FileResource
+
+    root = tools.bundle.resolve()
+    files = [("SKILL.md", "How to use this bundle (Agent Skills)"), ("link-health.md", "Link-health report")]
+    for rel, description in files:
+        if (root / rel).is_file():
+            server.add_resource(_file(FileResource, name, rel, root, f"{name}/{rel}", description))
+    for cid, doc_path, title, description in tools.select(
+        "SELECT id, doc_path, title, description FROM concepts ORDER BY id"
+    ):
+        if (root / doc_path).is_file():
+            server.add_resource(_file(FileResource, name, doc_path, root, f"{name}/{cid}", f"{title}: {description}"))
+
+
+def _file(cls: Any, bundle: str, rel: str, root: Path, label: str, description: str) -> Any:
+    return cls(
+        uri=resource_uri(bundle, rel),
+        name=label,
+        description=description[:300],
+        mime_type="text/markdown",
+        path=root / rel,
+    )
+
+
+def resource_uri(bundle: str, rel: str) -> str:
+    """The URI a served file has: ``okf://<bundle>/<bundle-relative path>``, percent-encoded."""
+    return f"okf://{quote(bundle, safe='')}/{quote(rel)}"
+
+
+def serve(bundles: Sequence[Path], *, chroma_url: str | None = None) -> None:
+    """Check every bundle, then serve them over stdio until the client closes the connection."""
+    try:
+        import mcp  # noqa: F401
+    except ImportError as e:
+        raise RetrieverError("the MCP server needs the 'serve' extra: pip install 'vault2okf[serve]'") from e
+    library = Library(bundles, chroma_url=chroma_url)
+    for name, tools in library.tools.items():
+        if _describe(name, tools)["search"].startswith("not indexed"):
+            print(f"note: {name} has no index: run `vault2okf index {tools.bundle}` for search", file=sys.stderr)
+    build_server(library).run("stdio")
+
+
+def mcp_cmd(
+    bundles: list[Path] = typer.Argument(
+        ..., metavar="BUNDLE...", help="Bundles written by `vault2okf convert` (indexed for search)."
+    ),
+    chroma_url: str | None = typer.Option(None, "--chroma-url", help="A Chroma server instead of each bundle's."),
+) -> None:
+    """Serve BUNDLES read-only over MCP (stdio): search, read_note, neighbours, sql, schema, link_health."""
+    serve(bundles, chroma_url=chroma_url)

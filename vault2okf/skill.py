@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from vault2okf.bundle import CONCEPTS, OKF_VERSION
@@ -16,9 +16,11 @@ def skill_text(
     types: Mapping[str, int],
     totals: Mapping[str, Any],
     folders: Sequence[Mapping[str, Any]] = (),
+    properties: Mapping[str, Sequence[str]] | None = None,
 ) -> str:
     """``name`` is the vault's name (not the output folder's), made lowercase-hyphen for the skill's ``name``;
-    ``folders`` are the report's ``types`` rows (folder -> type with counts)."""
+    ``folders`` are the report's ``types`` rows (folder -> type with counts); ``properties`` the frontmatter keys
+    per type (``property_keys``)."""
     slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:64] or "okf-bundle"
     description = (
         f"Knowledge from the Obsidian vault '{vault_name}' as an Open Knowledge Format bundle: "
@@ -54,4 +56,84 @@ def skill_text(
         "ORDER BY session_date, session_number;\n"
         "```\n\n"
         "Open it read-only: `duckdb -readonly okf.duckdb`, or `duckdb.connect('okf.duckdb', read_only=True)`.\n"
+    ) + tools_section(properties)
+
+
+# -- the tools and SQL recipes section (owned by the tools layer; every ```sql block runs in tests/test_skill.py) --
+
+RECIPES: tuple[tuple[str, str], ...] = (
+    ("Property keys per type (what to filter on; keys differ by type)",
+     "SELECT type, count(*) AS notes, list_sort(list_distinct(flatten(list(json_keys(frontmatter::JSON)))))"
+     " AS property_keys FROM concepts GROUP BY type ORDER BY notes DESC;"),
+    ("Find a note's id by its title",
+     "SELECT id, type, description FROM concepts WHERE title ILIKE '%solis%' ORDER BY id;"),
+    ("Backlinks: the notes that link TO a note, with the sentence that links it",
+     "SELECT l.source_id, s.type, l.context FROM links l JOIN concepts s ON s.id = l.source_id\n"
+     "WHERE l.target_id = 'NPCs/Vann Solis' ORDER BY l.source_id, l.line;"),
+    ("Out-links: the notes a note links to",
+     "SELECT DISTINCT l.target_id, t.title, t.type FROM links l JOIN concepts t ON t.id = l.target_id\n"
+     "WHERE l.source_id = 'Sessions/Session 1' ORDER BY l.target_id;"),
+    ("Filter on a property: parenthesise the JSON extraction",
+     "SELECT id, title FROM concepts WHERE (frontmatter::JSON->>'status') = 'dead' ORDER BY id;"),
+    ("Notes with a tag", "SELECT id, title FROM concepts WHERE list_contains(tags, 'npc') ORDER BY id;"),
+    ("Sessions in order",
+     "SELECT id, session_number, session_date, description FROM concepts\n"
+     "WHERE session_number IS NOT NULL OR session_date IS NOT NULL\n"
+     "ORDER BY session_date NULLS LAST, session_number;"),
+    ("Most-linked notes (hubs), counting each linking note once",
+     "SELECT target_id, count(DISTINCT source_id) AS linked_from FROM links WHERE target_id IS NOT NULL\n"
+     "GROUP BY target_id ORDER BY linked_from DESC, target_id LIMIT 10;"),
+    ("Notes two links away: linked from the notes that link to a note",
+     "SELECT DISTINCT b.target_id FROM links a JOIN links b ON b.source_id = a.source_id\n"
+     "WHERE a.target_id = 'Factions/PMC/Ashfall' AND b.target_id IS NOT NULL\n"
+     "AND b.target_id <> 'Factions/PMC/Ashfall' ORDER BY 1;"),
+    ("Broken links and where they are written",
+     "SELECT source_id, line, raw FROM links WHERE status = 'broken' ORDER BY source_id, line;"),
+)  # fmt: skip
+
+
+def tools_section(properties: Mapping[str, Sequence[str]] | None = None) -> str:
+    """How an agent answers from the bundle: the MCP tools, link direction, property keys, SQL recipes."""
+    keys = ""
+    if properties:
+        lines = "\n".join(f"- `{t}`: {', '.join(f'`{k}`' for k in ks) or '(none)'}" for t, ks in properties.items())
+        keys = f"## Property keys per type\n\nFrontmatter keys of each type (`concepts.frontmatter`):\n\n{lines}\n\n"
+    recipes = "\n\n".join(f"{purpose}:\n\n```sql\n{sql}\n```" for purpose, sql in RECIPES)
+    return (
+        "\n## Tools\n\n"
+        "`vault2okf mcp BUNDLE [BUNDLE ...]` serves this bundle read-only over MCP (stdio). Its tools:\n\n"
+        "- `search(query, mode?, k?)`: notes about a question (vector search plus a capped walk over links): "
+        "note ids, titles, heading, snippet. `mode` is `union` (default), `vector` or `graph`; `k` 1-20.\n"
+        "- `read_note(id, heading?)`: one concept doc, or one section of it; lists its headings.\n"
+        "- `neighbours(id)`: out-links and backlinks with the sentence holding each link; previous and next "
+        "session of a session note.\n"
+        "- `sql(query)`: one read-only DuckDB `SELECT` or `WITH ... SELECT` over `concepts` and `links`; at most "
+        "50 rows and 5 seconds.\n"
+        "- `schema()`: tables, columns and their meaning, types with their property keys, link directions, and "
+        "worked queries with their first rows.\n"
+        "- `link_health(bundle?)`, `list_bundles()`; with several bundles served, every tool takes `bundle`.\n\n"
+        "Every fact in an answer must come from a tool result or a doc you read; if they do not hold it, say you "
+        "could not find it in the vault. Cite note ids.\n\n"
+        "## Links have a direction\n\n"
+        "A row of `links` goes FROM `source_id` (the note the link is written in) TO `target_id` (NULL when the "
+        "link is broken). Out-links of X: `WHERE source_id = X`; backlinks of X (the notes that mention X): "
+        "`WHERE target_id = X`. A session note links to the places and people it mentions, not the other way, so "
+        "ask for backlinks to find the sessions where something happened.\n\n"
+        f"{keys}"
+        "## SQL recipes\n\n"
+        "Ids are vault paths without `.md` (`Sessions/Session 3`); compare them exactly. In a comparison, "
+        "parenthesise JSON extraction: `(frontmatter::JSON->>'key') = 'value'`.\n\n"
+        f"{recipes}\n"
     )
+
+
+def property_keys(concepts: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
+    """Sorted frontmatter keys per type, from (type, frontmatter JSON text) pairs, for ``skill_text``."""
+    keys: dict[str, set[str]] = {}
+    for type_, frontmatter in concepts:
+        try:
+            data = json.loads(frontmatter or "{}")
+        except ValueError:
+            data = {}
+        keys.setdefault(type_, set()).update(data if isinstance(data, dict) else {})
+    return {t: sorted(ks) for t, ks in sorted(keys.items())}

@@ -22,6 +22,7 @@ from retriever.embed import Embedder
 from retriever.errors import RetrieverError
 from retriever.graph import NoteGraph, load_graph
 from retriever.memory import ChunkTable, ContextVectors, Lexical
+from retriever.mentions import NameIndex, SessionMentions
 from retriever.rankers import RANKERS, HopInput, order, rrf
 from retriever.store import ChunkHit, ChunkStore
 
@@ -62,8 +63,11 @@ class SearchSpec:
     """How to retrieve, the same for the CLI, the harness, the benchmarks and the tools.
 
     The vector stage (``mode``, ``k`` chunks, ``seeds``), the hop (``ranker``, ``sessions``: offer the previous and
-    next session of a retrieved session note) and the ``budget`` that caps the hop. Strings are accepted for the
-    enums; a value outside their sets, or an unknown ranker, is a ``RetrieverError``.
+    next session of a retrieved session note; ``mentions``: offer the sessions that name or link a seed, or a note
+    the question names; ``named``: offer the notes the question names by title or alias) and the ``budget`` that
+    caps the hop. ``dedup`` makes the vector stage take the k best *notes* (each by its best chunk) instead of the
+    k best chunks, so one long note cannot fill several of k's slots. Strings are accepted for the enums; a value
+    outside their sets, or an unknown ranker, is a ``RetrieverError``.
     """
 
     mode: Mode = Mode.UNION
@@ -72,6 +76,9 @@ class SearchSpec:
     ranker: str = DEFAULT_RANKER
     sessions: bool = True
     budget: Budget = Budget()
+    mentions: bool = False
+    named: bool = False
+    dedup: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mode", _member(Mode, self.mode, "mode"))
@@ -126,14 +133,28 @@ class Retrieval:
 
 
 class Retriever:
-    """An opened bundle index: the Chroma store for vector search, plus the graph and in-memory tables for the hop."""
+    """An opened bundle index: the in-memory chunk table (exact vector search, the hop's chunks) and the graph.
 
-    def __init__(self, bundle: Path, store: ChunkStore, embedder: Embedder, graph: NoteGraph) -> None:
+    ``store`` is the Chroma collection the table was read from, or None when it came from the copy `index` saved.
+    """
+
+    def __init__(
+        self,
+        bundle: Path,
+        store: ChunkStore | None,
+        embedder: Embedder,
+        graph: NoteGraph,
+        table: ChunkTable | None = None,
+    ) -> None:
         self.bundle = bundle
         self.store = store
         self.embedder = embedder
         self.graph = graph
-        self.table = ChunkTable.from_store(store)
+        if table is None:
+            if store is None:
+                raise RetrieverError("a Retriever needs a chunk table or a store to read one from")
+            table = ChunkTable.from_store(store)
+        self.table = table
         self.row_of = {cid: i for i, cid in enumerate(self.table.ids)}
         if not self.table.ids:
             raise RetrieverError(f"the index of {bundle} is empty: run `vault2okf index {bundle}`")
@@ -143,11 +164,12 @@ class Retriever:
         cls, bundle: Path, *, chroma_url: str | None = None, device: str = "cpu", graph: NoteGraph | None = None
     ) -> Retriever:
         """Open an indexed bundle; the bundle and its schema are checked before the embedder loads."""
-        from retriever.index import open_index
+        from retriever.embed import get_embedder
+        from retriever.index import open_table
 
         graph = graph or load_graph(bundle)
-        _, store, embedder = open_index(bundle, chroma_url=chroma_url, device=device)
-        return cls(bundle, store, embedder, graph)
+        info, table, store = open_table(bundle, chroma_url=chroma_url)
+        return cls(bundle, store, get_embedder(info.embedder_spec, device=device), graph, table)
 
     @cached_property
     def lexical(self) -> Lexical:
@@ -156,6 +178,15 @@ class Retriever:
     @cached_property
     def contexts(self) -> ContextVectors:
         return ContextVectors.build(self.graph, self.embedder, self.bundle / ".vault2okf")
+
+    @cached_property
+    def names(self) -> NameIndex:
+        return NameIndex.from_graph(self.graph)
+
+    @cached_property
+    def session_mentions(self) -> SessionMentions:
+        texts = {note: [self.table.texts[r] for r in rows] for note, rows in self.table.rows_of.items()}
+        return SessionMentions.build(self.graph, self.names, texts)
 
     def prepare(self, spec: SearchSpec | None = None) -> None:
         """Build the in-memory indexes a search needs now, so query timings hold only the query."""
@@ -166,6 +197,10 @@ class Retriever:
             _ = self.lexical.chunks
         if spec.mode is not Mode.VECTOR and spec.ranker in _CONTEXT_RANKERS:
             _ = self.contexts
+        if spec.mode is not Mode.VECTOR and spec.mentions:
+            _ = self.session_mentions
+        if spec.mode is not Mode.VECTOR and spec.named:
+            _ = self.names
 
     def embed(self, question: str) -> np.ndarray:
         return np.asarray(self.embedder.embed_query(question), dtype=np.float32)
@@ -181,7 +216,7 @@ class Retriever:
             qvec = self.embed(question)
             timings["embed_ms"] = _ms(t)
         t = time.perf_counter()
-        first = self._vector(question, qvec, spec.vector_k, spec.seeds)
+        first = self._vector(question, qvec, spec.vector_k, spec.seeds, dedup=spec.dedup)
         timings["vector_ms"] = _ms(t)
         hits = first
         if spec.mode is not Mode.VECTOR:
@@ -192,11 +227,14 @@ class Retriever:
         ranker = None if spec.mode is Mode.VECTOR else spec.ranker
         return Retrieval(tuple(hits), spec.mode, spec.k, ranker, timings)
 
-    def _vector(self, question: str, qvec: np.ndarray, k: int, seeds: Seeds) -> list[Hit]:
+    def _vector(self, question: str, qvec: np.ndarray, k: int, seeds: Seeds, *, dedup: bool = False) -> list[Hit]:
+        wide = k * 3 if dedup else k  # enough chunks to find k distinct notes
         if seeds is Seeds.HYBRID:
-            chunks = self._hybrid(question, self.store.query(qvec, k * 3), k)
+            chunks = self._hybrid(question, self.table.nearest(qvec, k * 3), wide)
         else:
-            chunks = self.store.query(qvec, k)
+            chunks = self.table.nearest(qvec, wide)
+        if dedup:
+            chunks = _best_per_note(chunks, k)
         by_note: dict[str, list[ChunkHit]] = {}
         for chunk in chunks:
             by_note.setdefault(chunk.note_id, []).append(chunk)
@@ -237,7 +275,13 @@ class Retriever:
         seeds = {h.note_id: h.score for h in first}
         neighbours = {n for s in seeds for n in self.graph.neighbours.get(s, {})}
         sessions = {n for s in seeds for n in self.graph.adjacent_sessions(s)} if spec.sessions else set()
-        candidates = sorted((neighbours | sessions) - set(seeds))
+        named = set(self.names.find(question)) if spec.named or spec.mentions else set()
+        if spec.mentions:
+            entities = [s for s in seeds if self.graph.concepts.get(s) and self.graph.concepts[s].session_key is None]
+            sessions |= set(self.session_mentions.sessions_naming([*entities, *sorted(named)]))
+        if not spec.named:
+            named = set()
+        candidates = sorted((neighbours | sessions | named) - set(seeds))
         if not candidates:
             return []
         inp = HopInput(
@@ -266,6 +310,17 @@ class Retriever:
             tokens += size
             added.append(self._make_hit(note, scores[note], Via.HOP, [(self.table.texts[row], size)]))
         return added
+
+
+def _best_per_note(chunks: Sequence[ChunkHit], k: int) -> list[ChunkHit]:
+    """The best chunk of each of the first ``k`` distinct notes, in rank order."""
+    best: dict[str, ChunkHit] = {}
+    for chunk in chunks:
+        if chunk.note_id not in best:
+            if len(best) == k:
+                break
+            best[chunk.note_id] = chunk
+    return list(best.values())
 
 
 def _ms(start: float) -> float:

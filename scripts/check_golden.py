@@ -3,6 +3,11 @@
 
 Usage:
     python scripts/check_golden.py golden/thellade.jsonl ../shared/vaults/thellade
+    python scripts/check_golden.py --all [--vaults ../shared/vaults]
+    (add --no-minimums to check a draft set without the set-size rules)
+
+--all checks every golden/<vault>.jsonl against <vaults>/<vault> (default: ../shared/vaults next to the
+repository) and exits 1 if any set fails or its vault folder is missing.
 
 Standard library only. Checks, per line:
   * valid JSON object, keys exactly id, tier, question, gold, answer, answer_entities (in that order)
@@ -11,7 +16,14 @@ Standard library only. Checks, per line:
   * unanswerable: gold [] and answer_entities [] and answer "not found in the vault"
   * answerable: at least one gold note, 1-4 answer_entities; synthesis needs 2+ distinct gold notes
   * each answer_entity occurs (case-insensitive, NFC) in the text of at least one gold note
-and over the whole set: at most half of the questions name one of their gold notes' titles (file stem).
+  * temporal: at least two of its gold notes are session notes (file name "Session 6", "session-2-...")
+and over the whole set: at most half of the questions name one of their gold notes' titles (file stem), and the
+set-size rules (unless --no-minimums):
+  * at least 30 questions and at least 2 unanswerable;
+  * a vault with session notes: at least 9 lookup, 9 synthesis and 9 temporal (12 each for the two
+    original sets, thellade and children-of-ash, which were grown to that);
+  * a vault without session notes: no temporal questions, and at least 12 lookup and 12 synthesis;
+  * synthesis has both a linked and an unlinked gold pair.
 
 Prints a summary per tier, the link relation of every synthesis question (whether any two of its gold
 notes link each other: wikilink or markdown link, either direction) and exits 1 on any error.
@@ -30,6 +42,14 @@ from collections import Counter, defaultdict
 KEYS = ["id", "tier", "question", "gold", "answer", "answer_entities"]
 TIERS = ["lookup", "synthesis", "temporal", "unanswerable"]
 NOT_FOUND = "not found in the vault"
+
+MIN_TOTAL = 30
+MIN_UNANSWERABLE = 2
+MIN_PER_TIER = 9
+MIN_PER_TIER_NO_SESSIONS = 12
+MIN_PER_TIER_BY_VAULT = {"thellade": 12, "children-of-ash": 12}
+# A session note's file name says so: "Session 6", "Campaign 1 - Session 06 - ...", "session-2-mires-end".
+SESSION_NAME = re.compile(r"(?<![a-z])session[\s_-]*\d+", re.IGNORECASE)
 
 WIKILINK = re.compile(r"!?\[\[([^\]|#^]+)")
 MDLINK = re.compile(r"\]\(<?([^)<>]+?\.md)>?(?:#[^)]*)?\)")
@@ -91,7 +111,45 @@ def names_title(question: str, rel: str) -> bool:
     return any(re.search(r"(?<!\w)" + re.escape(fold(c)) + r"(?!\w)", q) for c in cands if c.strip())
 
 
-def check(jsonl: str, vault: str) -> int:
+def is_session_note(rel: str) -> bool:
+    return bool(SESSION_NAME.search(os.path.basename(rel)[:-3]))
+
+
+def session_notes(vault: str) -> list[str]:
+    out = []
+    for root, dirs, files in os.walk(vault):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for f in files:
+            if f.endswith(".md") and is_session_note(f):
+                out.append(nfc(os.path.relpath(os.path.join(root, f), vault).replace(os.sep, "/")))
+    return sorted(out)
+
+
+def minimum_errors(counts: Counter, has_sessions: bool, vault_name: str, relations: Counter) -> list[str]:
+    """The set-size rules (see the module docstring); one message per broken rule."""
+    errs = []
+    total = sum(counts.values())
+    if total < MIN_TOTAL:
+        errs.append(f"set has {total} questions, needs at least {MIN_TOTAL}")
+    if counts["unanswerable"] < MIN_UNANSWERABLE:
+        errs.append(f"set has {counts['unanswerable']} unanswerable questions, needs at least {MIN_UNANSWERABLE}")
+    if has_sessions:
+        need = MIN_PER_TIER_BY_VAULT.get(vault_name, MIN_PER_TIER)
+        tiers = ["lookup", "synthesis", "temporal"]
+    else:
+        need = MIN_PER_TIER_NO_SESSIONS
+        tiers = ["lookup", "synthesis"]
+        if counts["temporal"]:
+            errs.append(f"vault has no session notes, so the set must have no temporal tier (has {counts['temporal']})")
+    for t in tiers:
+        if counts[t] < need:
+            errs.append(f"set has {counts[t]} {t} questions, needs at least {need}")
+    if counts["synthesis"] and not (relations["linked"] and relations["unlinked"]):
+        errs.append(f"synthesis needs both linked and unlinked gold pairs (has {dict(relations)})")
+    return errs
+
+
+def check(jsonl: str, vault: str, *, minimums: bool = True) -> int:
     errors: list[str] = []
     rows: list[dict] = []
     seen: set[str] = set()
@@ -192,6 +250,8 @@ def check(jsonl: str, vault: str) -> int:
             for e in ents:
                 if not any(fold(e) in note_cache[g] for g in good_gold):
                     err(where, f"answer_entity {e!r} not found in any gold note")
+            if tier == "temporal" and sum(is_session_note(g) for g in set(gold)) < 2:
+                err(where, "temporal needs at least two session notes in gold (it must span sessions)")
         rows.append(obj)
 
     # Titles: at most half of the questions may name one of their own gold notes' titles.
@@ -213,10 +273,13 @@ def check(jsonl: str, vault: str) -> int:
         print(f"  {t:<13} {len(rs):>3}  (mean gold notes {mean_gold:.1f})")
     print(f"  questions naming a gold note's title: {len(titled)}/{len(rows)}")
 
+    sessions = session_notes(vault)
+    print(f"  session notes in the vault: {len(sessions)}")
+
     link_cache: dict = {}
     syn = [r for r in rows if r["tier"] == "synthesis"]
+    rel: Counter = Counter()
     if syn:
-        rel = Counter()
         print("  synthesis link relation:")
         for r in syn:
             gold = [g for g in r["gold"] if os.path.isfile(os.path.join(vault, *g.split("/")))]
@@ -225,6 +288,11 @@ def check(jsonl: str, vault: str) -> int:
             rel["linked" if linked else "unlinked"] += 1
             print(f"    {r['id']:<10} {'linked' if linked else 'unlinked'}")
         print(f"    total: {rel['linked']} linked, {rel['unlinked']} unlinked")
+
+    if minimums:
+        counts = Counter(r["tier"] for r in rows)
+        name = os.path.basename(os.path.normpath(vault))
+        errors.extend(minimum_errors(counts, bool(sessions), name, rel))
 
     if errors:
         print(f"{len(errors)} error(s):", file=sys.stderr)
@@ -235,11 +303,40 @@ def check(jsonl: str, vault: str) -> int:
     return 0
 
 
+def check_all(vaults: str, *, minimums: bool = True) -> int:
+    golden = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "golden")
+    sets = sorted(f for f in os.listdir(golden) if f.endswith(".jsonl"))
+    if not sets:
+        print(f"error: no golden sets in {golden}", file=sys.stderr)
+        return 2
+    failed = []
+    for f in sets:
+        vault = os.path.join(vaults, f[: -len(".jsonl")])
+        rc = check(os.path.join(golden, f), vault, minimums=minimums)
+        if rc:
+            failed.append(f)
+        print()
+    tail = f"; failed: {', '.join(failed)}" if failed else ""
+    print(f"{len(sets) - len(failed)}/{len(sets)} golden sets OK{tail}")
+    return 1 if failed else 0
+
+
 def main(argv: list[str]) -> int:
-    if len(argv) != 3 or argv[1] in ("-h", "--help"):
+    args = argv[1:]
+    minimums = "--no-minimums" not in args
+    args = [a for a in args if a != "--no-minimums"]
+    if args and args[0] == "--all":
+        vaults = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared", "vaults")
+        if len(args) == 3 and args[1] == "--vaults":
+            vaults = args[2]
+        elif len(args) != 1:
+            print(__doc__, file=sys.stderr)
+            return 2
+        return check_all(os.path.normpath(vaults), minimums=minimums)
+    if len(args) != 2 or args[0] in ("-h", "--help"):
         print(__doc__, file=sys.stderr)
         return 2
-    return check(argv[1], argv[2])
+    return check(args[0], args[1], minimums=minimums)
 
 
 if __name__ == "__main__":

@@ -194,6 +194,7 @@ PROPERTY_KEYS_SQL = (
 
 _BLOCKS = MarkdownIt("commonmark").disable("inline")
 _SPACE = re.compile(r"\s+")
+_WIKILINK = re.compile(r"!?\[\[([^\]|#\n]*)(?:#[^\]|\n]*)?(?:\\?\|([^\]\n]*))?\]\]")  # [[T#h|label]] -> label or T
 _LINK = re.compile(r"!?\[([^[\]\n]*)\]\((?:[^()\n]|\([^()\n]*\))*\)")  # [label](target) -> label
 
 
@@ -324,7 +325,24 @@ class BundleTools:
             "tips": SQL_TIPS,
             "examples": examples,
         }
-        return self.fit(payload, "types", "query property keys with sql (see examples)")
+        return self.fit(self._shrink_schema(payload), "types", "query property keys with sql (see examples)")
+
+    def _shrink_schema(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """Under a small cap, give up the example rows, then the column meanings, then the examples."""
+        steps: list[tuple[str, Callable[[], None]]] = [
+            ("example rows", lambda: [e.pop("rows") for e in payload["examples"]]),
+            ("column meanings", lambda: payload.update(tables=_compact_tables(payload["tables"]))),
+            ("examples", lambda: payload.pop("examples")),
+        ]
+        dropped = []
+        for what, step in steps:
+            if _size(payload) <= self.limits.max_chars:
+                break
+            step()
+            dropped.append(what)
+        if dropped:
+            payload["truncated"] = f"left out to fit {self.limits.max_chars} chars: {', '.join(dropped)}"
+        return payload
 
     # -- running by name ---------------------------------------------------------------------------------------
 
@@ -529,6 +547,10 @@ def _connect(path: Path) -> duckdb.DuckDBPyConnection:
     return con
 
 
+def _compact_tables(tables: dict[str, list[dict[str, str]]]) -> dict[str, str]:
+    return {table: ", ".join(f"{c['column']} {c['type']}" for c in columns) for table, columns in tables.items()}
+
+
 def _doc_body(doc: str) -> str:
     """The doc without its YAML frontmatter (read_note gives the fields from the database)."""
     if doc.startswith("---\n"):
@@ -583,7 +605,8 @@ def _cell(value: Any, limit: int) -> Any:
 
 def _labels(text: str | None) -> str:
     """Markdown links reduced to their labels: the model reads ids from the fields, not from link targets."""
-    return _LINK.sub(r"\1", text or "")
+    text = _WIKILINK.sub(lambda m: m.group(2) or m.group(1), text or "")
+    return _LINK.sub(r"\1", text)
 
 
 def _clip(text: str | None, limit: int) -> str:

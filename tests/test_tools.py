@@ -1,0 +1,276 @@
+"""The tool layer (retriever/tools.py) on a small vault through the real converter and DuckDB: caps, errors,
+read-only SQL. Search runs against a real MiniLM index in the tests marked slow."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from retriever.okf import read_bundle
+from retriever.tools import TOOL_SPECS, BundleTools, Limits, ToolError
+from vault2okf.convert import convert
+
+NOTES = {
+    "People/Widow Hale.md": "---\nstatus: alive\nrace: human\n---\n# Widow Hale\n\nSells candles in the square.\n\n"
+    "## Secrets\n\nShe hid the [[Bronze Key]] under the chapel.\n",
+    "People/Morrow.md": "---\nstatus: dead\n---\nA ghoul who guards the crypt of the [[Old Graveyard]].\n",
+    "Places/Old Graveyard.md": "The old graveyard lies north of the village.\n",
+    # backlink-only: the graveyard never links back to the session
+    "Sessions/Session 4.md": "We walked to the [[Old Graveyard]] at dusk and met [[Widow Hale]]. "
+    "Then we looked for [[Nobody Knows]].\n",
+    "Items/Bronze Key.md": "A bronze key that opens the crypt door.\n\n" + "The key is old. " * 600 + "\n",
+}
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("tools")
+    for path, text in NOTES.items():
+        (root / "vault" / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / "vault" / path).write_text(text, "utf-8")
+    convert(root / "vault", root / "bundle")
+    return root / "bundle"
+
+
+@pytest.fixture(scope="module")
+def tools(bundle: Path) -> BundleTools:
+    return BundleTools(bundle)
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+WRITES = [
+    "DELETE FROM concepts",
+    "DROP TABLE links",
+    "INSERT INTO meta VALUES ('x', 'y')",
+    "UPDATE concepts SET title = 'x'",
+    "CREATE TABLE x AS SELECT 1",
+    "ATTACH '/tmp/other.duckdb' AS other",
+    "COPY concepts TO '{out}'",
+    "COPY (SELECT 1) TO '{out}'",
+    "PRAGMA table_info('concepts')",
+    "SET enable_external_access = true",
+    "INSTALL httpfs",
+    "CHECKPOINT",
+    "EXPLAIN SELECT 1",
+    "SELECT 1; DROP TABLE links",
+    "SELECT 1; SELECT 2",
+]
+
+
+@pytest.mark.parametrize("statement", WRITES)
+def test_sql_refuses_anything_but_one_select(tools: BundleTools, bundle: Path, tmp_path: Path, statement: str) -> None:
+    before = digest(bundle / "okf.duckdb")
+    out = tmp_path / "leak.csv"
+    result = tools.call("sql", {"query": statement.format(out=out)})
+    assert result.is_error and result.text.startswith("Error: ")
+    assert "Traceback" not in result.text
+    assert "SELECT" in result.text  # it says what is allowed
+    assert digest(bundle / "okf.duckdb") == before
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("statement", "says"),
+    [
+        ("WITH d AS (DELETE FROM concepts RETURNING *) SELECT * FROM d", "read-only"),  # a write typed SELECT
+        ("SELECT * FROM read_csv('/etc/passwd')", "only the tables"),
+        ("SELECT * FROM read_text('/etc/hostname')", "only the tables"),
+        ("SELECT * FROM glob('/*')", "only the tables"),
+        ("SELECT * FROM query('DROP TABLE links')", "SELECT"),
+    ],
+)
+def test_selects_that_write_or_read_files_fail_inside_duckdb(
+    tools: BundleTools, bundle: Path, statement: str, says: str
+) -> None:
+    before = digest(bundle / "okf.duckdb")
+    with pytest.raises(ToolError, match=says):
+        tools.sql(statement)
+    assert digest(bundle / "okf.duckdb") == before
+    assert tools.sql("SELECT count(*) FROM concepts")["rows"] == [[5]]
+
+
+def test_sql_caps_rows_and_says_so(tools: BundleTools) -> None:
+    result = tools.sql("SELECT range AS n FROM range(1000)")
+    assert len(result["rows"]) == 50
+    assert result["rows"][-1] == [49]
+    assert "LIMIT" in result["truncated"]
+    assert tools.sql("SELECT range FROM range(50)").get("truncated") is None
+
+
+def test_sql_time_cap_stops_the_query_and_the_connection_still_works(bundle: Path) -> None:
+    quick = BundleTools(bundle, limits=Limits(sql_seconds=0.3))
+    with pytest.raises(ToolError, match="stopped"):
+        quick.sql("SELECT count(*) FROM range(100000000000) a, range(1000) b")
+    assert quick.sql("SELECT 1 AS one")["rows"] == [[1]]
+
+
+@pytest.mark.parametrize(
+    ("statement", "says"),
+    [
+        ("SELEC id FROM concepts", "syntax error"),
+        ("SELECT * FROM notes", "call schema"),
+        ("SELECT nope FROM concepts", "call schema"),
+        ("", "empty"),
+        ("-- only a comment", "empty"),
+    ],
+)
+def test_sql_errors_say_what_to_do(tools: BundleTools, statement: str, says: str) -> None:
+    with pytest.raises(ToolError, match=says):
+        tools.sql(statement)
+
+
+def test_sql_values_are_json_and_cells_are_capped(bundle: Path) -> None:
+    small = BundleTools(bundle, limits=Limits(cell_chars=40))
+    result = small.sql("SELECT id, tags, session_number, body FROM concepts WHERE id = 'Items/Bronze Key'")
+    assert result["columns"] == ["id", "tags", "session_number", "body"]
+    (row,) = result["rows"]
+    assert row[1] == [] and row[2] is None
+    assert len(row[3]) == 40 and row[3].endswith("…")
+    json.dumps(result)
+
+
+@pytest.mark.parametrize("cap", [1500, 3000])
+def test_every_tool_result_fits_the_cap(bundle: Path, cap: int) -> None:
+    small = BundleTools(bundle, limits=Limits(max_chars=cap))
+    calls = [
+        ("sql", {"query": "SELECT id, body FROM concepts"}),
+        ("read_note", {"id": "Items/Bronze Key"}),
+        ("neighbours", {"id": "Places/Old Graveyard"}),
+        ("schema", {}),
+    ]
+    for tool, args in calls:
+        result = small.call(tool, args)
+        assert result.chars <= cap, (tool, result.chars)
+        assert not result.is_error, result.text
+    note = json.loads(small.call("read_note", {"id": "Items/Bronze Key"}).text)
+    assert "heading=" in note["truncated"] or "sql" in note["truncated"]
+    assert note["text"].startswith("A bronze key")
+
+
+def test_read_note_by_id_title_or_path_and_one_section(tools: BundleTools) -> None:
+    for name in (
+        "People/Widow Hale",
+        "widow hale",
+        "Widow Hale",
+        "concepts/People/Widow%20Hale.md",
+        "../People/Widow%20Hale.md",
+    ):
+        assert tools.read_note(name)["id"] == "People/Widow Hale", name
+    note = tools.read_note("People/Widow Hale")
+    assert note["type"] == "Person" and note["properties"] == {"status": "alive", "race": "human"}
+    assert note["headings"] == ["Widow Hale", "Secrets"]
+    assert "Sells candles" in note["text"] and "---" not in note["text"]  # the body, frontmatter given as fields
+    section = tools.read_note("People/Widow Hale", heading="secrets")["text"]
+    assert section.startswith("## Secrets") and "Bronze Key" in section and "Sells candles" not in section
+
+
+def test_read_note_errors_name_the_way_out(tools: BundleTools) -> None:
+    with pytest.raises(ToolError, match="did you mean 'People/Widow Hale'"):
+        tools.read_note("People/Widow Hail")
+    with pytest.raises(ToolError, match="use search"):
+        tools.read_note("zzzz qqqq")
+    with pytest.raises(ToolError, match="its headings are: Widow Hale; Secrets"):
+        tools.read_note("People/Widow Hale", heading="Loot")
+
+
+def test_neighbours_both_directions_with_the_linking_sentence(tools: BundleTools) -> None:
+    graveyard = tools.neighbours("Places/Old Graveyard")
+    assert graveyard["out_links"] == []
+    back = {n["id"]: n for n in graveyard["backlinks"]}
+    assert set(back) == {"Sessions/Session 4", "People/Morrow"}
+    assert back["Sessions/Session 4"]["type"] == "Session"
+    assert any("walked to the Old Graveyard at dusk" in c for c in back["Sessions/Session 4"]["contexts"])
+    session = tools.neighbours("Sessions/Session 4")
+    assert {n.get("id") for n in session["out_links"]} >= {"Places/Old Graveyard", "People/Widow Hale"}
+    broken = [n for n in session["out_links"] if n.get("status") == "broken"]
+    assert broken and "Nobody Knows" in broken[0]["written"]
+
+
+def test_schema_describes_every_column_and_its_examples_run(tools: BundleTools, bundle: Path) -> None:
+    schema = tools.schema()
+    with read_bundle(bundle) as con:
+        for table in ("concepts", "links"):
+            columns = [r[0] for r in con.execute(f"DESCRIBE {table}").fetchall()]
+            described = schema["tables"][table]
+            assert [c["column"] for c in described] == columns
+            assert all(c["meaning"] for c in described), table
+    types = {t["type"]: t for t in schema["types"]}
+    assert types["Person"]["property_keys"] == ["race", "status"]
+    assert "FROM source_id TO target_id" in schema["link_direction"]
+    assert len(schema["examples"]) == 2
+    assert all(e["rows"] for e in schema["examples"])
+
+
+def test_call_turns_every_mistake_into_error_text(tools: BundleTools) -> None:
+    cases = [
+        ("drop_everything", {}, "unknown tool"),
+        ("read_note", {}, "missing id"),
+        ("read_note", {"id": 3}, "must be a string"),
+        ("search", {"query": "x", "k": "ten"}, "whole number"),
+        ("search", {"q": "x"}, "unknown argument"),
+    ]
+    for tool, args, says in cases:
+        result = tools.call(tool, args)
+        assert result.is_error and result.text.startswith("Error: ") and says in result.text, result.text
+    ok = tools.call("sql", {"query": "SELECT 1 AS one"})
+    assert not ok.is_error and json.loads(ok.text)["rows"] == [[1]] and ok.ms >= 0
+    assert set(TOOL_SPECS) == {"search", "read_note", "neighbours", "sql", "schema"}
+
+
+def test_search_without_an_index_says_how_to_make_one(tools: BundleTools) -> None:
+    with pytest.raises(ToolError, match="vault2okf index"):
+        tools.search("candles")
+    assert tools.read_note("People/Morrow")["id"] == "People/Morrow"  # the other tools still work
+
+
+def test_the_process_keeps_its_other_connections_to_the_file(tools: BundleTools, bundle: Path) -> None:
+    # the tools' locked-down instance must not clash with the default read-only connections of the retriever
+    with read_bundle(bundle) as con:
+        assert con.execute("SELECT count(*) FROM links").fetchone() is not None
+        assert tools.sql("SELECT count(*) AS n FROM links")["rows"][0][0] > 0
+
+
+def test_tools_without_embeddings_load_no_model(bundle: Path) -> None:
+    script = (
+        "import sys; from pathlib import Path; from retriever.tools import BundleTools\n"
+        f"t = BundleTools(Path({str(bundle)!r}))\n"
+        "for tool, args in [('read_note', {'id': 'People/Morrow'}), ('neighbours', {'id': 'People/Morrow'}),"
+        " ('sql', {'query': 'SELECT 1'}), ('schema', {})]:\n"
+        "    assert not t.call(tool, args).is_error\n"
+        "print(sorted(m for m in ('torch', 'FlagEmbedding', 'chromadb', 'transformers') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_a_missing_bundle_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(Exception, match="does not exist") as info:
+        BundleTools(tmp_path / "nope")
+    assert not isinstance(info.value, duckdb.Error)
+
+
+@pytest.mark.slow
+def test_search_returns_ids_headings_and_capped_snippets(bundle: Path, minilm) -> None:  # noqa: ANN001
+    from retriever.index import index_bundle
+
+    index_bundle(bundle, embedder_name="minilm", progress=False)
+    small = BundleTools(bundle, limits=Limits(snippet_chars=80))
+    result = small.search("who hid the key under the chapel?", k=3)
+    hits = {h["id"]: h for h in result["hits"]}
+    assert "People/Widow Hale" in hits
+    hale = hits["People/Widow Hale"]
+    assert hale["title"] == "Widow Hale" and hale["via"] in ("vector", "hop")
+    assert all(len(h["snippet"]) <= 80 for h in result["hits"])
+    assert small.call("search", {"query": "key", "k": 99}).is_error
+    assert small.call("search", {"query": "key", "mode": "sideways"}).is_error
+    assert small.call("search", {"query": "   "}).is_error
+    assert small.search("candles", mode="vector", k=1)["hits"][0]["via"] == "vector"

@@ -52,10 +52,24 @@ class Via(StrEnum):
 
 @dataclass(frozen=True)
 class Budget:
-    """The most context a method may use; None means no limit on that axis."""
+    """The most context a method may use; None means no limit on that axis.
+
+    ``match=K`` also caps the hop, question by question, at the notes and tokens that plain vector search at
+    k=K spends on the same question: a union then never hands over more context than ``vector@K`` would, so
+    "it retrieves more" cannot pass for "it retrieves better".
+    """
 
     notes: int | None = None
     tokens: int | None = None
+    match: int | None = None
+
+    def capped(self, notes: int, tokens: int) -> Budget:
+        """This budget, capped at ``notes`` and ``tokens`` (without ``match``: it has been applied)."""
+        return Budget(_least(self.notes, notes), _least(self.tokens, tokens))
+
+
+def _least(a: int | None, b: int) -> int:
+    return b if a is None else min(a, b)
 
 
 @dataclass(frozen=True)
@@ -221,7 +235,7 @@ class Retriever:
         hits = first
         if spec.mode is not Mode.VECTOR:
             t = time.perf_counter()
-            hits = first + self._hop(question, qvec, first, spec)
+            hits = first + self._hop(question, qvec, first, spec, self._budget(question, qvec, spec))
             timings["hop_ms"] = _ms(t)
         timings["retrieve_ms"] = round(sum(v for key, v in timings.items() if key != "embed_ms"), 3)
         ranker = None if spec.mode is Mode.VECTOR else spec.ranker
@@ -271,7 +285,14 @@ class Retriever:
             session_label=c.session_label if c else None,
         )
 
-    def _hop(self, question: str, qvec: np.ndarray, first: list[Hit], spec: SearchSpec) -> list[Hit]:
+    def _budget(self, question: str, qvec: np.ndarray, spec: SearchSpec) -> Budget:
+        """The hop's budget for this question: ``spec.budget``, capped at vector@match's spend when it asks so."""
+        if spec.budget.match is None:
+            return spec.budget
+        reference = self._vector(question, qvec, spec.budget.match, Seeds.DENSE)
+        return spec.budget.capped(len(reference), sum(h.tokens for h in reference))
+
+    def _hop(self, question: str, qvec: np.ndarray, first: list[Hit], spec: SearchSpec, budget: Budget) -> list[Hit]:
         seeds = {h.note_id: h.score for h in first}
         neighbours = {n for s in seeds for n in self.graph.neighbours.get(s, {})}
         sessions = {n for s in seeds for n in self.graph.adjacent_sessions(s)} if spec.sessions else set()
@@ -290,7 +311,7 @@ class Retriever:
             lambda: self.lexical.note_scores(question),
         )  # fmt: skip
         scores = RANKERS[spec.ranker](inp, candidates)
-        return self._fill(qvec, order(scores), scores, spec.budget, len(first), sum(h.tokens for h in first))
+        return self._fill(qvec, order(scores), scores, budget, len(first), sum(h.tokens for h in first))
 
     def _fill(
         self, qvec: np.ndarray, ranked: list[str], scores: dict[str, float], budget: Budget, notes: int, tokens: int

@@ -65,3 +65,14 @@ def test_dedup_gives_each_note_one_slot(retriever: Retriever) -> None:
     per_note = retriever.search("lamp oil and storms at the lighthouse", SearchSpec("vector", 4, dedup=True))
     assert len(per_note.hits) == 4 > len(chunks.hits)  # the long note took several of the 4 chunk slots
     assert per_note.hits[0].vault_path == chunks.hits[0].vault_path
+
+
+@pytest.mark.parametrize("question", [QUESTION, "What happened at the docks?", "Tell me about Greywater"])
+def test_a_matched_budget_never_spends_more_than_vector_search(retriever: Retriever, question: str) -> None:
+    vector = retriever.search(question, SearchSpec("vector", 3))
+    spec = SearchSpec("union", 1, mentions=True, named=True, budget=Budget(notes=15, tokens=6000, match=3))
+    retriever.prepare(spec)
+    union = retriever.search(question, spec)
+    assert union.notes <= vector.notes and union.tokens <= vector.tokens
+    unmatched = retriever.search(question, SearchSpec("union", 1, mentions=True, named=True))
+    assert unmatched.tokens >= union.tokens

@@ -1,0 +1,91 @@
+"""Blind choice of the default search: leave one vault out, pick on the others, score on it.
+
+Every candidate is a union search whose hop is capped, question by question, at what ``vector@15`` spends on
+that question (``Budget(match=15)``), so no candidate can win by reading more. A candidate's *margin* on a vault
+is its worst tier gain over ``vector@15``: the smaller of its synthesis and temporal recall gains, and its lookup
+gain when that is a loss (lookup is often perfect for both, and a tie there is not a failure). The choice
+maximises the *worst* vault's margin; ties go to the higher mean overall gain, then to fewer options on.
+
+``fold(scores, held_out)`` picks on every vault but ``held_out`` and reports how that pick does on it: the
+honest estimate of how the default does on a vault nobody tuned on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+REFERENCE = "vector@15"
+GAIN_TIERS = ("synthesis", "temporal")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    name: str
+    options: Mapping[str, Any]  # SearchSpec fields other than the budget
+
+    @property
+    def extras(self) -> int:
+        """How many options are switched away from the plain union (for tie-breaks: simpler wins)."""
+        plain = {"seeds": "dense", "mentions": False, "named": False, "dedup": False, "sessions": True}
+        return sum(1 for key, value in plain.items() if self.options.get(key, value) != value)
+
+
+# {vault: {method: summary}} where summary is eval.metrics.summarise() output for one method
+Scores = Mapping[str, Mapping[str, Mapping[str, Any]]]
+
+
+def tier_gains(scores: Scores, vault: str, method: str) -> dict[str, float]:
+    """Recall gain over the reference per tier present, and ``overall``."""
+    ours, ref = scores[vault][method], scores[vault][REFERENCE]
+    gains = {t: ours["tiers"][t]["recall"] - ref["tiers"][t]["recall"] for t in ref["tiers"] if t in ours["tiers"]}
+    gains["overall"] = ours["overall"]["recall"] - ref["overall"]["recall"]
+    return gains
+
+
+def margin(scores: Scores, vault: str, method: str) -> float:
+    """The worst of the synthesis/temporal gains and a lookup loss; 0 when the vault has none of them."""
+    gains = tier_gains(scores, vault, method)
+    counted = [gains[t] for t in GAIN_TIERS if t in gains]
+    if gains.get("lookup", 0.0) < 0:
+        counted.append(gains["lookup"])
+    return min(counted, default=0.0)
+
+
+def spends_no_more(scores: Scores, vault: str, method: str, slack: float = 1e-9) -> bool:
+    ours, ref = scores[vault][method]["budget"], scores[vault][REFERENCE]["budget"]
+    return ours["tokens"] <= ref["tokens"] + slack
+
+
+def pick(scores: Scores, candidates: Sequence[Candidate], vaults: Sequence[str]) -> tuple[Candidate, float]:
+    """The candidate with the best worst-vault margin on ``vaults`` (and no more tokens on any), and that margin."""
+    best: tuple[tuple[float, float, int], Candidate] | None = None
+    for c in candidates:
+        if not all(spends_no_more(scores, v, c.name) for v in vaults):
+            continue
+        worst = min(margin(scores, v, c.name) for v in vaults)
+        mean_gain = sum(tier_gains(scores, v, c.name)["overall"] for v in vaults) / len(vaults)
+        key = (round(worst, 9), round(mean_gain, 9), -c.extras)
+        if best is None or key > best[0]:
+            best = (key, c)
+    if best is None:
+        raise ValueError("no candidate spends no more tokens than the reference on every vault")
+    return best[1], best[0][0]
+
+
+@dataclass(frozen=True)
+class Fold:
+    held_out: str
+    chosen: Candidate
+    train_margin: float  # worst margin over the other vaults
+    test_margin: float  # margin on the held-out vault
+    test_gains: Mapping[str, float]
+
+
+def fold(scores: Scores, candidates: Sequence[Candidate], held_out: str) -> Fold:
+    train = [v for v in scores if v != held_out]
+    chosen, train_margin = pick(scores, candidates, train)
+    return Fold(
+        held_out, chosen, train_margin, margin(scores, held_out, chosen.name), tier_gains(scores, held_out, chosen.name)
+    )

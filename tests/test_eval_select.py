@@ -1,0 +1,55 @@
+"""Leave-one-vault-out selection on made-up scores: margins, the worst-vault rule, the budget rule, folds."""
+
+from __future__ import annotations
+
+import pytest
+
+from eval.select import REFERENCE, Candidate, fold, margin, pick
+
+
+def _summary(lookup: float, synthesis: float, temporal: float | None, tokens: float = 1000.0) -> dict:
+    tiers = {"lookup": {"recall": lookup}, "synthesis": {"recall": synthesis}}
+    if temporal is not None:
+        tiers["temporal"] = {"recall": temporal}
+    overall = sum(t["recall"] for t in tiers.values()) / len(tiers)
+    return {"tiers": tiers, "overall": {"recall": overall}, "budget": {"notes": 10.0, "tokens": tokens}}
+
+
+PLAIN = Candidate("plain", {"seeds": "dense"})
+HYBRID = Candidate("hybrid", {"seeds": "hybrid"})
+GREEDY = Candidate("greedy", {"seeds": "dense", "mentions": True})
+
+SCORES = {
+    "a": {REFERENCE: _summary(1.0, 0.5, 0.5), "plain": _summary(1.0, 0.6, 0.6), "hybrid": _summary(1.0, 0.9, 0.9),
+          "greedy": _summary(1.0, 0.9, 0.9, tokens=1200)},
+    "b": {REFERENCE: _summary(0.9, 0.5, None), "plain": _summary(0.9, 0.7, None), "hybrid": _summary(0.8, 0.8, None),
+          "greedy": _summary(1.0, 1.0, None)},
+    "c": {REFERENCE: _summary(1.0, 0.4, 0.4), "plain": _summary(1.0, 0.5, 0.45), "hybrid": _summary(1.0, 0.6, 0.6),
+          "greedy": _summary(1.0, 0.7, 0.7)},
+}  # fmt: skip
+
+
+def test_margin_is_the_worst_gain_and_a_lookup_tie_is_not_a_loss():
+    assert margin(SCORES, "a", "plain") == pytest.approx(0.1)
+    assert margin(SCORES, "b", "plain") == pytest.approx(0.2)  # no temporal tier; lookup tied
+    assert margin(SCORES, "b", "hybrid") == pytest.approx(-0.1)  # lost a lookup
+
+
+def test_pick_maximises_the_worst_vault_and_refuses_bigger_budgets():
+    chosen, worst = pick(SCORES, [PLAIN, HYBRID, GREEDY], ["a", "b", "c"])
+    assert chosen == PLAIN and worst == pytest.approx(0.05)  # hybrid loses a lookup on b; greedy reads more on a
+    chosen, worst = pick(SCORES, [PLAIN, HYBRID, GREEDY], ["a", "c"])
+    assert chosen == HYBRID and worst == pytest.approx(0.2)
+
+
+def test_a_fold_scores_the_pick_on_the_vault_it_never_saw():
+    result = fold(SCORES, [PLAIN, HYBRID, GREEDY], "b")
+    assert result.chosen == HYBRID  # chosen on a and c
+    assert result.test_margin == pytest.approx(-0.1)  # and it loses a lookup on b: reported, not hidden
+    assert result.test_gains["lookup"] == pytest.approx(-0.1)
+
+
+def test_ties_go_to_the_simpler_candidate():
+    twin = Candidate("twin", {"seeds": "dense", "dedup": True})
+    scores = {v: {**s, "twin": s["plain"]} for v, s in SCORES.items()}
+    assert pick(scores, [twin, PLAIN], ["a", "b", "c"])[0] == PLAIN

@@ -1,0 +1,153 @@
+"""`vault2okf mcp` as a subprocess on a shared-vault bundle, driven by the MCP SDK's real stdio client."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from retriever.index import index_bundle
+from vault2okf.convert import convert
+
+VAULT = Path(__file__).resolve().parents[2] / "shared" / "vaults" / "children-of-ash"
+VAULT2OKF = str(Path(sys.executable).parent / "vault2okf")
+ENV = {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("mcp") / "children-of-ash"
+    convert(VAULT, out)
+    return out
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def session(args: list[str], errlog: Path, body: Callable[[Any], Awaitable[None]]) -> None:
+    """Start `vault2okf mcp ARGS` and run ``body(client_session)`` against it."""
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    async def main() -> None:
+        params = StdioServerParameters(command=VAULT2OKF, args=["mcp", *args], env=ENV)
+        with errlog.open("w") as err:
+            async with stdio_client(params, errlog=err) as (read, write), ClientSession(read, write) as client:
+                await client.initialize()
+                await body(client)
+
+    anyio.run(main)
+
+
+def payload(result: Any) -> Any:
+    assert not result.is_error, result.content[0].text
+    return json.loads(result.content[0].text)
+
+
+@pytest.mark.slow
+def test_a_client_lists_searches_reads_follows_and_queries(bundle: Path, tmp_path: Path, minilm) -> None:  # noqa: ANN001
+    index_bundle(bundle, embedder_name="minilm", progress=False)
+    before = digest(bundle / "okf.duckdb")
+    times: dict[str, float] = {}
+
+    async def body(client: Any) -> None:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert set(tools) == {"search", "read_note", "neighbours", "sql", "schema", "link_health", "list_bundles"}
+        assert tools["search"].input_schema["required"] == ["query"]
+        assert tools["sql"].annotations.read_only_hint is True
+
+        start = time.perf_counter()
+        found = payload(await client.call_tool("search", {"query": "Who commands the Ashfall PMC?"}))
+        times["first search"] = time.perf_counter() - start
+        ids = [h["id"] for h in found["hits"]]
+        assert "NPCs/Vann Solis" in ids or "Factions/PMC/Ashfall" in ids
+        assert all(h["title"] and "snippet" in h and "heading" in h for h in found["hits"])
+
+        note = payload(await client.call_tool("read_note", {"id": "NPCs/Vann Solis"}))
+        assert note["type"] == "NPC" and "Commander" in note["text"]
+
+        near = payload(await client.call_tool("neighbours", {"id": "NPCs/Vann Solis"}))
+        assert "Factions/PMC/Ashfall" in [n["id"] for n in near["out_links"]]
+        assert near["backlinks"] and all(n["contexts"] for n in near["backlinks"])
+
+        rows = payload(await client.call_tool("sql", {"query": "SELECT type, count(*) AS n FROM concepts GROUP BY 1"}))
+        assert sum(r[1] for r in rows["rows"]) == 38
+
+        for statement in (
+            "DELETE FROM concepts",
+            "SELECT 1; DROP TABLE links",
+            f"ATTACH '{tmp_path / 'x.duckdb'}' AS x",
+            f"COPY concepts TO '{tmp_path / 'leak.csv'}'",
+            "PRAGMA table_info('links')",
+            "WITH d AS (DELETE FROM links RETURNING *) SELECT count(*) FROM d",
+        ):
+            refused = await client.call_tool("sql", {"query": statement})
+            assert refused.is_error, statement
+            text = refused.content[0].text
+            assert ("SELECT" in text or "read-only" in text) and "Traceback" not in text, text
+
+        bundles = payload(await client.call_tool("list_bundles", {}))["bundles"]
+        assert [b["name"] for b in bundles] == ["children-of-ash"] and bundles[0]["notes"] == 38
+        health = payload(await client.call_tool("link_health", {}))
+        assert health["totals"]["notes"] == 38 and health["broken"]
+
+        resources = {str(r.uri): r for r in (await client.list_resources()).resources}
+        skill = "okf://children-of-ash/SKILL.md"
+        assert skill in resources and len(resources) == 2 + 38
+        text = (await client.read_resource(skill)).contents[0].text
+        assert "## SQL recipes" in text
+        doc = "okf://children-of-ash/concepts/NPCs/Vann%20Solis.md"
+        assert "type: NPC" in (await client.read_resource(doc)).contents[0].text
+
+    session([str(bundle)], tmp_path / "stderr.txt", body)
+    assert digest(bundle / "okf.duckdb") == before
+    assert not (tmp_path / "x.duckdb").exists() and not (tmp_path / "leak.csv").exists()
+    print(f"first search over MCP (embedder loaded lazily): {times['first search']:.1f}s")
+
+
+def test_two_bundles_need_a_bundle_name_and_nothing_loads_a_model(bundle: Path, tmp_path: Path) -> None:
+    other = tmp_path / "again" / bundle.name  # same folder name: served as children-of-ash-2
+    convert(VAULT, other)
+
+    async def body(client: Any) -> None:
+        names = [b["name"] for b in payload(await client.call_tool("list_bundles", {}))["bundles"]]
+        assert names == ["children-of-ash", "children-of-ash-2"]
+        missing = await client.call_tool("sql", {"query": "SELECT 1"})
+        assert missing.is_error and "children-of-ash, children-of-ash-2" in missing.content[0].text
+        one = payload(
+            await client.call_tool("sql", {"query": "SELECT count(*) FROM links", "bundle": "children-of-ash-2"})
+        )
+        assert one["rows"][0][0] > 0
+        schema = payload(await client.call_tool("schema", {"bundle": "children-of-ash"}))
+        assert "FROM source_id TO target_id" in schema["link_direction"]
+        unknown = await client.call_tool("read_note", {"id": "NPCs/Vann Solis", "bundle": "nope"})
+        assert unknown.is_error and "list_bundles" in unknown.content[0].text
+        uris = {str(r.uri) for r in (await client.list_resources()).resources}
+        assert {"okf://children-of-ash/SKILL.md", "okf://children-of-ash-2/SKILL.md"} <= uris
+
+    session([str(bundle), str(other), str(bundle)], tmp_path / "stderr.txt", body)  # a path given twice: once
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [(["{missing}"], "does not exist"), (["{empty}"], "no okf.duckdb")],
+)
+def test_bad_bundles_are_one_error_line_before_serving(tmp_path: Path, args: list[str], says: str) -> None:
+    (tmp_path / "empty").mkdir()
+    argv = [a.format(missing=tmp_path / "missing", empty=tmp_path / "empty") for a in args]
+    out = subprocess.run(
+        [VAULT2OKF, "mcp", *argv], capture_output=True, text=True, env={**os.environ, **ENV}, stdin=subprocess.DEVNULL
+    )
+    assert out.returncode == 1
+    assert out.stderr.startswith("Error: ") and says in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    assert out.stdout == ""

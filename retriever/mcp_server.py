@@ -74,9 +74,8 @@ class Library:
             payload[key] = [_short(e, "target", "count", "at", *extra) for e in report.get(key, [])]
         payload["hubs"] = report.get("hubs", [])[:10]
         payload["orphans"] = report.get("orphans", [])[:30]
-        for key in ("orphans", "missing_attachments", "alias_only", "ambiguous", "broken"):
-            payload = tools.fit(payload, key, "read the resource link-health.md or link-health.json for all of it")
-        return payload
+        lists = ("orphans", "hubs", "missing_attachments", "alias_only", "ambiguous", "broken")
+        return tools.fit(payload, "read the resource link-health.md or link-health.json for all of it", *lists)
 
 
 def _short(entry: dict[str, Any], *keys: str) -> dict[str, Any]:

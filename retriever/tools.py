@@ -229,7 +229,7 @@ class BundleTools:
         retrieval = self.retriever().search(str(query), spec)
         hits = [self._hit(h) for h in retrieval.hits]
         payload = {"query": query, "mode": mode, "k": k, "hits": hits}
-        return self.fit(payload, "hits", "ask with a smaller k")
+        return self.fit(payload, "ask with a smaller k", "hits")
 
     def read_note(self, id: str, heading: str | None = None) -> dict[str, Any]:  # noqa: A002 - the tool's word
         note_id = self._resolve(id)
@@ -275,7 +275,7 @@ class BundleTools:
             "adjacent_sessions": [{"id": s, "title": graph.concepts[s].title} for s in sessions],
         }
         payload["counts"] = {"out_links": len(payload["out_links"]), "backlinks": len(payload["backlinks"])}
-        return self.fit(payload, "backlinks", "query links with sql for the rest", also="out_links")
+        return self.fit(payload, "query links with sql for the rest", "backlinks", "out_links")
 
     def sql(self, query: str) -> dict[str, Any]:
         statement = self._one_select(str(query))
@@ -304,7 +304,7 @@ class BundleTools:
         }
         if len(rows) > lim.sql_rows:
             payload["truncated"] = f"more than {lim.sql_rows} rows: showing the first {lim.sql_rows}; add a LIMIT"
-        return self.fit(payload, "rows", "select fewer columns or rows")
+        return self.fit(payload, "select fewer columns or rows", "rows")
 
     def schema(self) -> dict[str, Any]:
         tables = {}
@@ -325,7 +325,7 @@ class BundleTools:
             "tips": SQL_TIPS,
             "examples": examples,
         }
-        return self.fit(self._shrink_schema(payload), "types", "query property keys with sql (see examples)")
+        return self.fit(self._shrink_schema(payload), "query property keys with sql (see examples)", "types")
 
     def _shrink_schema(self, payload: dict[str, Any]) -> dict[str, Any]:
         """Under a small cap, give up the example rows, then the column meanings, then the examples."""
@@ -497,22 +497,27 @@ class BundleTools:
                 entry["contexts"].append(sentence)
         return list(grouped.values())[: self.limits.max_neighbours]
 
-    def fit(self, payload: dict[str, Any], key: str, hint: str, also: str | None = None) -> dict[str, Any]:
-        """Drop items from the end of ``payload[key]`` (then ``also``) until the JSON fits ``max_chars``."""
-        for field in (key, also):
-            if field is None:
-                continue
-            items = payload[field]
-            if _size(payload) <= self.limits.max_chars:
+    def fit(self, payload: dict[str, Any], hint: str, *keys: str) -> dict[str, Any]:
+        """Drop items from the end of the lists ``payload[key]``, key by key, until the JSON fits ``max_chars``."""
+        cap = self.limits.max_chars
+        notes = []
+        for key in keys:
+            if _size(payload) <= cap:
                 break
-            total = len(items)
-            while items and _size(payload) > self.limits.max_chars:
-                items.pop()
-                payload["truncated"] = (
-                    f"{field}: showing {len(items)} of {total} to fit {self.limits.max_chars} chars; {hint}"
-                )
-        if _size(payload) > self.limits.max_chars:
-            raise ToolError(f"the result does not fit {self.limits.max_chars} characters: {hint}")
+            items = payload[key]
+            total, payload[key] = len(items), []
+            room = cap - _size(payload) - 200  # what the list may take, leaving room for the note
+            kept, used = [], 0
+            for item in items:
+                used += len(_dumps(item)) + 2
+                if used > room:
+                    break
+                kept.append(item)
+            payload[key] = kept
+            notes.append(f"{key}: showing {len(kept)} of {total}")
+            payload["truncated"] = f"{'; '.join(notes)} to fit {cap} chars; {hint}"
+        if _size(payload) > cap:
+            raise ToolError(f"the result does not fit {cap} characters: {hint}")
         return payload
 
     def _fit_text(self, payload: dict[str, Any], hint: str) -> dict[str, Any]:

@@ -151,3 +151,14 @@ def test_bad_bundles_are_one_error_line_before_serving(tmp_path: Path, args: lis
     assert out.returncode == 1
     assert out.stderr.startswith("Error: ") and says in out.stderr and len(out.stderr.strip().splitlines()) == 1
     assert out.stdout == ""
+
+
+def test_link_health_fits_the_cap_and_says_where_the_rest_is(bundle: Path) -> None:
+    from retriever.mcp_server import Library
+    from retriever.tools import Limits
+
+    full = Library([bundle]).link_health(None)
+    assert full["broken"][0]["suggestions"] and "truncated" not in full
+    small = Library([bundle], limits=Limits(max_chars=1000)).link_health(None)
+    assert len(json.dumps(small, ensure_ascii=False)) <= 1000
+    assert "link-health.md" in small["truncated"] and small["totals"] == full["totals"]

@@ -4,7 +4,8 @@ Every candidate is a union search whose hop is capped, question by question, at 
 that question (``Budget(match=15)``), so no candidate can win by reading more. A candidate's *margin* on a vault
 is its worst tier gain over ``vector@15``: the smaller of its synthesis and temporal recall gains, and its lookup
 gain when that is a loss (lookup is often perfect for both, and a tie there is not a failure). The choice
-maximises the *worst* vault's margin; ties go to the higher mean overall gain, then to fewer options on.
+maximises the *worst* vault's margin; ties go to the higher mean overall gain, then to fewer tokens (relative
+to the reference, to 1%), then to fewer options on.
 
 ``fold(scores, held_out)`` picks on every vault but ``held_out`` and reports how that pick does on it: the
 honest estimate of how the default does on a vault nobody tuned on.
@@ -60,18 +61,23 @@ def spends_no_more(scores: Scores, vault: str, method: str, slack: float = 1e-9)
 
 def pick(scores: Scores, candidates: Sequence[Candidate], vaults: Sequence[str]) -> tuple[Candidate, float]:
     """The candidate with the best worst-vault margin on ``vaults`` (and no more tokens on any), and that margin."""
-    best: tuple[tuple[float, float, int], Candidate] | None = None
+    best: tuple[tuple[float, float, float, int], Candidate] | None = None
     for c in candidates:
         if not all(spends_no_more(scores, v, c.name) for v in vaults):
             continue
         worst = min(margin(scores, v, c.name) for v in vaults)
         mean_gain = sum(tier_gains(scores, v, c.name)["overall"] for v in vaults) / len(vaults)
-        key = (round(worst, 9), round(mean_gain, 9), -c.extras)
+        spend = sum(_tokens(scores, v, c.name) / max(_tokens(scores, v, REFERENCE), 1.0) for v in vaults) / len(vaults)
+        key = (round(worst, 9), round(mean_gain, 9), -round(spend, 2), -c.extras)
         if best is None or key > best[0]:
             best = (key, c)
     if best is None:
         raise ValueError("no candidate spends no more tokens than the reference on every vault")
     return best[1], best[0][0]
+
+
+def _tokens(scores: Scores, vault: str, method: str) -> float:
+    return float(scores[vault][method]["budget"]["tokens"])
 
 
 @dataclass(frozen=True)

@@ -21,11 +21,12 @@ NOTES = [
 ATTACHMENTS = ["assets/map.png", "docs/rules.pdf"]
 ALIASES = {"People/Bob Smith.md": ["Bobby", "The Smith"]}
 OVERRIDES = {"Alicia": "Villains/Alice.md"}
+EXCLUDED = ["Templates/Template - NPC.md", "Templates/Home.md", "Templates/banner.png"]
 
 
 @pytest.fixture(scope="module")
 def resolver() -> Resolver:
-    return Resolver(NOTES, ATTACHMENTS, ALIASES, OVERRIDES)
+    return Resolver(NOTES, ATTACHMENTS, ALIASES, OVERRIDES, excluded=EXCLUDED)
 
 
 @pytest.mark.parametrize(
@@ -47,7 +48,7 @@ def resolver() -> Resolver:
         ("Alice", "People/Bob Smith.md", Status.AMBIGUOUS, "People/Alice.md", "basename"),  # same folder
         ("Alice", "Villains/x.md", Status.AMBIGUOUS, "Villains/Alice.md", "basename"),
         ("Alice", "Home.md", Status.AMBIGUOUS, "People/Alice.md", "basename"),  # shortest, then alphabetical
-        ("Alicia", "x.md", Status.RESOLVED, "Villains/Alice.md", "override"),
+        ("Alicia", "x.md", Status.OVERRIDDEN, "Villains/Alice.md", "override"),
         ("Bobby", "x.md", Status.ALIAS, "People/Bob Smith.md", "alias"),
         ("the smith", "x.md", Status.ALIAS, "People/Bob Smith.md", "alias"),
         ("", "People/Alice.md", Status.SELF, "People/Alice.md", "self"),
@@ -58,6 +59,9 @@ def resolver() -> Resolver:
         ("Nobody", "x.md", Status.BROKEN, None, ""),
         ("Nobody.md", "x.md", Status.BROKEN, None, ""),
         ("Version 1.2", "x.md", Status.MISSING_ATTACHMENT, None, ""),
+        ("Template - NPC", "x.md", Status.EXCLUDED, "Templates/Template - NPC.md", "excluded"),
+        ("Templates/Template - NPC", "x.md", Status.EXCLUDED, "Templates/Template - NPC.md", "excluded"),
+        ("Home", "Templates/x.md", Status.RESOLVED, "Home.md", "exact"),  # a converted note wins
     ],
 )
 def test_resolve(resolver: Resolver, target: str, source: str, status: Status, path: str | None, rule: str) -> None:
@@ -96,3 +100,8 @@ def test_twins_by_extension_case_are_ambiguous_and_both_listed() -> None:
     res = Resolver(["foo.md", "foo.MD"]).resolve("foo", "x.md")
     assert (res.status, set(res.candidates)) == (Status.AMBIGUOUS, {"foo.md", "foo.MD"})
     assert Resolver(["foo.md", "foo.MD"], overrides={"foo": "foo.MD"}).resolve("foo", "x.md").path == "foo.MD"
+
+
+def test_an_override_to_an_attachment_is_an_attachment() -> None:
+    res = Resolver(NOTES, ATTACHMENTS, overrides={"the map": "assets/map.png"}).resolve("The Map", "x.md")
+    assert (res.status, res.path, res.rule) == (Status.ATTACHMENT, "assets/map.png", "override")

@@ -36,7 +36,9 @@ STATE = ".vault2okf"
 MARKER = f"{STATE}/bundle.json"
 RESERVED = frozenset({"index.md", "log.md"})
 TOOL = "vault2okf"
-LAYOUT = frozenset({"SKILL.md", "okf.duckdb", "link-health.md", "link-health.json", CONCEPTS})  # top level
+LAYOUT = frozenset(
+    {"SKILL.md", "okf.duckdb", "link-health.md", "link-health.json", "link-health.html", CONCEPTS}
+)  # top level
 SHOWN = 10  # foreign files named in an error
 
 
@@ -57,6 +59,12 @@ def doc_path_for(vault_path: str) -> str:
     elif name.lower() in RESERVED:
         name = f"{name[:-3]} (note).md"
     return posixpath.join(folder, name)
+
+
+def obsidian_uri(vault_name: str, path: str) -> str:
+    """``obsidian://open`` for a note: the vault path without ``.md`` (kept for a note named just ``.md``)."""
+    file = path if posixpath.basename(path) == ".md" or not path.lower().endswith(".md") else path[:-3]
+    return f"obsidian://open?vault={quote(vault_name, safe='')}&file={quote(file, safe='')}"
 
 
 def render_doc(frontmatter: Mapping[str, Any], body: str) -> str:

@@ -7,7 +7,8 @@ from pathlib import Path
 import typer
 
 from vault2okf.convert import convert
-from vault2okf.links import read_link_health
+from vault2okf.errors import Vault2OkfError
+from vault2okf.links import diff_reports, load_report, open_html, overrides_toml, read_link_health
 
 
 def convert_cmd(
@@ -19,18 +20,33 @@ def convert_cmd(
     """Convert VAULT into an OKF bundle with a link-health report and okf.duckdb."""
     result = convert(vault, out, config_path=config, force=force)
     t = result.report.to_json()["totals"]
-    s = t["by_status"]
+    s, u = t["by_status"], t["unique_targets"]
     typer.echo(
         f"{result.notes} notes, {result.links} links -> {result.out} in {result.seconds:.2f}s\n"
-        f"broken {s['broken']} ({t['unique_targets']['broken']} targets), ambiguous {s['ambiguous']} "
-        f"({t['unique_targets']['ambiguous']} targets), alias-only {s['alias']}, missing attachments "
-        f"{s['missing_attachment']}; report: {result.out / 'link-health.md'}"
+        f"broken {s['broken']} ({u['broken']} targets), ambiguous {s['ambiguous']} ({u['ambiguous']} targets), "
+        f"alias-only {s['alias']}, overridden {s['overridden']}, excluded {s['excluded']}, missing attachments "
+        f"{s['missing_attachment']}; report: {result.out / 'link-health.html'}"
     )
 
 
 def links_cmd(
     bundle: Path = typer.Argument(..., help="A bundle written by `vault2okf convert`."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    open_: bool = typer.Option(False, "--open", help="Open link-health.html in the browser; print its path."),
+    overrides: bool = typer.Option(
+        False, "--overrides", help="Print a [links.overrides] table of the suggested fixes (> fixes.toml)."
+    ),
+    diff: Path | None = typer.Option(None, "--diff", help="Say what changed since OLD link-health.json."),
 ) -> None:
-    """Show the link-health report of BUNDLE."""
-    typer.echo(read_link_health(bundle, as_json=as_json), nl=False)
+    """Show the link-health report of BUNDLE; or open it, write the fixes, or compare with an older report."""
+    if sum((as_json, open_, overrides, diff is not None)) > 1:
+        raise Vault2OkfError("give one of --json, --open, --overrides, --diff")
+    if open_:
+        typer.echo(open_html(bundle))
+    elif overrides:
+        typer.echo(overrides_toml(load_report(bundle)), nl=False)
+    elif diff is not None:
+        old = load_report(diff)  # checked before the bundle, so a bad OLD is named first
+        typer.echo(diff_reports(old, load_report(bundle)), nl=False)
+    else:
+        typer.echo(read_link_health(bundle, as_json=as_json), nl=False)

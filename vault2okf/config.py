@@ -19,6 +19,8 @@ class Config:
     types: dict[str, str] = field(default_factory=dict)  # folder name (case-folded, no numeric prefix) -> type
     overrides: dict[str, str] = field(default_factory=dict)  # link name -> vault path
     max_note_bytes: int = 5_000_000  # a bigger note is listed and reported, not parsed
+    excluded_names: tuple[str, ...] = ("Template*",)  # [links] excluded_names: names of excluded notes
+    base: str = ""  # set by convert, not read from a file: the folder holding the whole vault (meta.vault_base)
 
 
 def load_config(vault: Path, path: Path | None = None) -> Config:
@@ -56,6 +58,9 @@ def _build(data: dict[str, Any]) -> Config:
     exclude = _table(data, "walk").get("exclude", [])
     if not isinstance(exclude, list):
         raise Vault2OkfError(f"config [walk] exclude = {exclude!r}: give a list of folder names or patterns")
+    names = _table(data, "links").get("excluded_names", list(Config.excluded_names))
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise Vault2OkfError(f"config [links] excluded_names = {names!r}: give a list of name patterns")
     max_bytes = _table(data, "convert").get("max_note_bytes", Config.max_note_bytes)
     if not isinstance(max_bytes, int) or isinstance(max_bytes, bool) or max_bytes < 1:
         raise Vault2OkfError(f"config [convert] max_note_bytes = {max_bytes!r}: give a whole number of bytes, >= 1")
@@ -66,6 +71,7 @@ def _build(data: dict[str, Any]) -> Config:
         exclude=tuple(str(e) for e in exclude),
         types={folder_key(k): v for k, v in types.items()},
         overrides=dict(overrides),
+        excluded_names=tuple(names),
         max_note_bytes=max_bytes,
     )
 

@@ -12,21 +12,23 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from vault2okf import bundle as b
 from vault2okf.config import Config, load_config
 from vault2okf.db import ConceptRow, LinkRow, Tables, write_database
 from vault2okf.guard import Problems, note_meta_safe, read_note, resolve_note, rewrite_safe
-from vault2okf.meta import Meta
+from vault2okf.html import link_health_html
+from vault2okf.meta import Meta, vault_base
 from vault2okf.names import assign_doc_paths
-from vault2okf.parse import Note, Problem, Syntax
-from vault2okf.report import LinkRecord, LinkReport
-from vault2okf.resolve import Resolver, Status
+from vault2okf.parse import _FM_WIKILINK, Note, Problem, Syntax, split_wikilink
+from vault2okf.report import LinkRecord, LinkReport, type_rows
+from vault2okf.resolve import NOTE_STATUSES, Resolution, Resolver, Status
+from vault2okf.rewrite import anchor, label
 from vault2okf.skill import skill_text
+from vault2okf.suggest import spelling_variants
 from vault2okf.walk import Walk, walk_vault
 
-_NOTE = (Status.RESOLVED, Status.AMBIGUOUS, Status.ALIAS, Status.SELF)
+_NOTE = (*NOTE_STATUSES, Status.SELF)
 _OKF_KEYS = ("type", "title", "description", "resource", "timestamp", "tags")
 
 
@@ -46,6 +48,7 @@ def convert(vault: Path, out: Path, *, config_path: Path | None = None, force: b
     config = load_config(vault, config_path)
     b.check_output(vault, out, force=force)
     walk = walk_vault(vault, config.exclude)
+    config = replace(config, base=vault_base([f.path for f in walk.notes]))
     clock.lap("walk")
     problems: Problems = list(walk.problems)  # every step below reports here instead of raising
     notes = [read_note(f, config, problems) for f in walk.notes]
@@ -61,6 +64,8 @@ def convert(vault: Path, out: Path, *, config_path: Path | None = None, force: b
         problems=tuple(sorted([*problems, *((n.path, p) for n in notes for p in n.problems)], key=_by_path)),
         skipped=walk.skipped,
         aliases=aliases,
+        types=tuple(type_rows(metas.values())),
+        variants=tuple(spelling_variants(notes, aliases, records)),
     )
     clock.lap("resolve")
     with b.bundle_lock(out, "converting"):  # one convert or index of a bundle at a time
@@ -103,6 +108,9 @@ def resolve_links(
         attachments=[f.path for f in walk.attachments],
         aliases=aliases,
         overrides=config.overrides,
+        excluded=walk.excluded,
+        exclude=config.exclude,
+        excluded_names=config.excluded_names,
     )
     found = [] if problems is None else problems
     return [LinkRecord(n.path, link, res) for n in notes for link, res in resolve_note(resolver, n, found)]
@@ -131,7 +139,7 @@ def _render(
     doc_of.update({a.path: a.path for a in walk.attachments if a.path in used})
     resolved = {(r.source, r.link): r.resolution for r in records}
     bodies = {n.path: rewrite_safe(n, {lk: resolved[(n.path, lk)] for lk in n.links}, doc_of, problems) for n in notes}
-    docs = {n.path: _doc_safe(n, metas[n.path], bodies[n.path], doc_of[n.path], vault_name, problems) for n in notes}
+    docs = {n.path: _doc_safe(n, metas[n.path], bodies[n.path], doc_of, resolved, vault_name, problems) for n in notes}
     return _Rendered(doc_of, bodies, docs, used)
 
 
@@ -164,9 +172,12 @@ def _write(
     for folder, text in b.folder_indexes(docs, vault.name, attachment_folders).items():
         files[posixpath.join(b.CONCEPTS, folder, "index.md")] = text
     types = dict(Counter(d.type for d in docs).most_common())
-    files["SKILL.md"] = skill_text(name, vault.name, types, report.to_json()["totals"])
+    data = report.to_json()
+    files["SKILL.md"] = skill_text(vault.name, vault.name, types, data["totals"], folders=data["types"])
     files["link-health.md"] = report.to_markdown()
     files["link-health.json"] = report.to_json_text()
+    renamed = {p: f"{b.CONCEPTS}/{d}" for p, d in doc_of.items() if d != p}
+    files["link-health.html"] = link_health_html(data, renamed)
     files[b.MARKER] = json.dumps({"tool": "vault2okf", "vault": vault.name, "okf_version": b.OKF_VERSION}) + "\n"
     copies = {f"{b.CONCEPTS}/{a.path}": a.abs_path for a in walk.attachments if a.path in used}
     links = [_link_row(r, doc_of) for r in records]
@@ -179,26 +190,80 @@ def _write(
     clock.lap("write")
 
 
-def _doc_safe(note: Note, meta: Meta, body: str, doc_path: str, vault_name: str, problems: Problems) -> b.Doc:
+def _doc_safe(
+    note: Note,
+    meta: Meta,
+    body: str,
+    doc_of: dict[str, str],
+    resolved: dict[tuple[str, Any], Resolution],
+    vault_name: str,
+    problems: Problems,
+) -> b.Doc:
     """The concept doc; if the note's own frontmatter keys cannot be written, the doc keeps the OKF fields only."""
+    doc_path = doc_of[note.path]
     try:
-        return _doc(note, meta, body, doc_path, vault_name)
+        links = _FrontLinks(note, doc_of, resolved)
+        return _doc(note, meta, body, doc_path, vault_name, links)
     except Exception as exc:  # noqa: BLE001 - one bad note never stops a run
         message = f"frontmatter could not be written ({type(exc).__name__}: {exc}"[:300] + "); OKF fields only"
         problems.append((note.path, Problem("error", message)))
-        return _doc(replace(note, frontmatter={}, frontmatter_error=None), meta, body, doc_path, vault_name)
+        return _doc(replace(note, frontmatter={}, frontmatter_error=None), meta, body, doc_path, vault_name, None)
 
 
-def _doc(note: Note, meta: Meta, body: str, doc_path: str, vault_name: str) -> b.Doc:
+class _FrontLinks:
+    """Wikilinks in the note's own frontmatter values, rewritten to doc paths relative to the doc (strings,
+    not markdown links: ``locations: ['[[Esa Themar]]']`` -> ``locations: [../Places/Esa Themar.md]``); a
+    link that resolves to no converted note becomes its label. ``changed`` keeps each original value, written
+    under the doc's ``wikilinks`` key, so nothing is lost."""
+
+    def __init__(self, note: Note, doc_of: dict[str, str], resolved: dict[tuple[str, Any], Resolution]) -> None:
+        self.source_doc = doc_of[note.path]
+        self.doc_of = doc_of
+        self.by_raw = {lk.raw: (lk, resolved[(note.path, lk)]) for lk in note.links if lk.syntax == Syntax.FRONTMATTER}
+        self.changed: dict[str, Any] = {}
+
+    def value(self, key: str, value: Any) -> Any:
+        new = self._walk(value)
+        if new != value:
+            self.changed[key] = value
+        return new
+
+    def _walk(self, value: Any) -> Any:
+        if isinstance(value, str) and "[[" in value:
+            return _FM_WIKILINK.sub(self._one, value)
+        if isinstance(value, list):
+            return [self._walk(v) for v in value]
+        if isinstance(value, dict):
+            return {k: self._walk(v) for k, v in value.items()}
+        return value
+
+    def _one(self, m: Any) -> str:
+        found = self.by_raw.get(m.group(0))
+        if found is None:  # not a link the parser saw (cannot happen for a parsed note): keep it
+            target, _, _ = split_wikilink(m.group(2))
+            return target
+        link, res = found
+        if res.status in NOTE_STATUSES and res.path in self.doc_of:
+            rel = posixpath.relpath(self.doc_of[res.path], posixpath.dirname(self.source_doc) or ".")
+            return rel + anchor(link.anchor)
+        return label(link) or link.target
+
+
+def _doc(note: Note, meta: Meta, body: str, doc_path: str, vault_name: str, links: _FrontLinks | None) -> b.Doc:
     front: dict[str, Any] = {
         "type": meta.type,
         "title": meta.title,
         "description": meta.description,
-        "resource": obsidian_uri(vault_name, note.path),
+        "resource": b.obsidian_uri(vault_name, note.path),
         "timestamp": meta.timestamp,
         "tags": list(meta.tags),
     }
-    front.update({k: v for k, v in note.frontmatter.items() if k not in _OKF_KEYS})
+    own = {k: v for k, v in note.frontmatter.items() if k not in _OKF_KEYS}
+    if links is not None:
+        own = {k: links.value(str(k), v) for k, v in own.items()}
+        if links.changed and "wikilinks" not in own:
+            own["wikilinks"] = links.changed
+    front.update(own)
     if note.frontmatter_error:
         front["frontmatter_error"] = note.frontmatter_error
         front["original_frontmatter"] = note.frontmatter_text
@@ -239,12 +304,6 @@ def _link_row(r: LinkRecord, doc_of: dict[str, str]) -> LinkRow:
         context=r.link.context,
         in_frontmatter=r.link.syntax == Syntax.FRONTMATTER,
     )
-
-
-def obsidian_uri(vault_name: str, path: str) -> str:
-    """``obsidian://open`` for a note: the vault path without ``.md`` (kept for a note named just ``.md``)."""
-    file = path if posixpath.basename(path) == ".md" else path[:-3]
-    return f"obsidian://open?vault={quote(vault_name, safe='')}&file={quote(file, safe='')}"
 
 
 def concept_id(doc_path: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import posixpath
 import re
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -43,6 +44,7 @@ class Meta:
     session_date: str | None
     session_number: int | None
     problems: tuple[Problem, ...] = ()  # values that were dropped (a session number out of range, ...)
+    origin: TypeOrigin | None = None  # where the type came from (the report's types section)
 
 
 def note_meta(
@@ -52,33 +54,90 @@ def note_meta(
     stem = posixpath.basename(path)[:-3] or "Untitled"
     code = CodeLines(body.split("\n")) if code is None else code
     number, problems = checked_session_number(path, frontmatter)
+    origin = type_origin(path, frontmatter, config)
+    found = tags(frontmatter, body, code)
     return Meta(
-        type=note_type(path, frontmatter, config),
+        type=origin.type,
         title=_text(frontmatter.get("title")) or stem,
-        description=_text(frontmatter.get("description") or frontmatter.get("summary")) or description(body, code),
+        description=clip(_text(frontmatter.get("description") or frontmatter.get("summary")))
+        or description(body, code),
         timestamp=timestamp(frontmatter, mtime),
-        tags=tags(frontmatter, body, code),
+        tags=tuple(dict.fromkeys((*found, *origin.tags))),
         aliases=_strings(frontmatter.get("aliases") or frontmatter.get("alias")),
         session_date=session_date(path, frontmatter),
         session_number=number,
         problems=problems,
+        origin=origin,
     )
 
 
 def note_type(path: str, frontmatter: dict[str, Any], config: Config) -> str:
-    """Frontmatter ``type`` wins; then the nearest folder with a configured type; then the nearest folder."""
+    return type_origin(path, frontmatter, config).type
+
+
+@dataclass(frozen=True)
+class TypeOrigin:
+    """Where a note's type came from: ``rule`` is frontmatter, config, folder or default; ``folder`` is the
+    vault folder that decided it ("" for frontmatter and default); ``tags`` are the deeper folders."""
+
+    type: str
+    rule: str
+    folder: str = ""
+    tags: tuple[str, ...] = ()
+
+
+def type_origin(path: str, frontmatter: dict[str, Any], config: Config) -> TypeOrigin:
+    """Frontmatter ``type`` wins; then the nearest folder with a configured type; then the category: the
+    top-level folder (below ``config.base``, a folder holding the whole vault), numeric prefix dropped, one
+    word made singular (``Guides`` -> ``Guide``; ``Maps & Documents`` stays). The folders below the category
+    become tags (``World/Cipangu/Otama Domain/x.md`` -> type ``World``, tags ``cipangu``, ``otama-domain``)."""
     declared = _text(frontmatter.get("type"))
     if declared:
-        return declared
+        return TypeOrigin(declared, "frontmatter")
     folders = posixpath.dirname(path).split("/") if "/" in path else []
-    for folder in reversed(folders):
-        if folder_key(folder) in config.types:
-            return config.types[folder_key(folder)]
-    return _singular(strip_numeric_prefix(folders[-1])) if folders else "Note"
+    for depth in range(len(folders), 0, -1):
+        if folder_key(folders[depth - 1]) in config.types:
+            return TypeOrigin(config.types[folder_key(folders[depth - 1])], "config", "/".join(folders[:depth]))
+    skip = len(config.base.split("/")) if config.base and path.startswith(config.base + "/") else 0
+    rest = folders[skip:]
+    if not rest:  # a note at the top of the vault, or directly in the base folder
+        return (
+            TypeOrigin(_category(strip_numeric_prefix(folders[-1])), "folder", "/".join(folders))
+            if folders
+            else TypeOrigin("Note", "default")
+        )
+    category = "/".join(folders[: skip + 1])
+    tags = tuple(t for t in (folder_tag(f) for f in rest[1:]) if t)
+    return TypeOrigin(_category(strip_numeric_prefix(rest[0])), "folder", category, tags)
+
+
+def folder_tag(folder: str) -> str:
+    """``"02 Otama Domain"`` -> ``"otama-domain"``: a folder as a tag (numeric prefix dropped, lowercase-hyphen)."""
+    words = re.findall(r"[^\W_]+", strip_numeric_prefix(folder).casefold())
+    return "-".join(words)
+
+
+def vault_base(paths: list[str], share: float = 0.9) -> str:
+    """The folder that holds (nearly) the whole vault (``01 Campaign``), so its children are the categories:
+    descend while one folder holds at least ``share`` of the notes and has two or more subfolders."""
+    base, notes = "", paths
+    while True:
+        tops = Counter(p.split("/", 1)[0] for p in notes if "/" in p)
+        if not tops:
+            return base
+        top, count = tops.most_common(1)[0]
+        inside = [p.split("/", 1)[1] for p in notes if p.startswith(top + "/")]
+        if count < share * len(notes) or len({p.split("/", 1)[0] for p in inside if "/" in p}) < 2:
+            return base
+        base, notes = f"{base}/{top}" if base else top, inside
+
+
+DESCRIPTION_CHARS = 300
 
 
 def description(body: str, code: CodeLines | None = None) -> str:
-    """The first real sentence of the body as plain text: not a heading, callout, code, embed, table or image."""
+    """The first real sentence of the body as plain text: not a heading, callout, code, embed, table or image;
+    one longer than ``DESCRIPTION_CHARS`` ends at a word boundary with an ellipsis."""
     code = CodeLines(body.split("\n")) if code is None else code
     for i, line in enumerate(code.lines):
         if not line.strip() or _SKIP_LINE.match(line) or i in code:
@@ -86,8 +145,21 @@ def description(body: str, code: CodeLines | None = None) -> str:
         text = plain(LIST_LEAD.sub("", line)).strip()
         if len(text) >= 3 and any(c.isalpha() for c in text):
             m = _SENTENCE.match(text)
-            return (m.group(1) if m else text)[:300]
+            return clip(m.group(1) if m else text)
     return ""
+
+
+def clip(text: str, limit: int = DESCRIPTION_CHARS) -> str:
+    """``text`` if it fits, else cut at the last sentence end or word boundary before ``limit``, plus ``…``."""
+    if len(text) <= limit:
+        return text
+    head = text[: limit - 1]
+    ends = [m.end() for m in re.finditer(r"[.!?](?=\s)", head)]
+    if ends and ends[-1] >= limit // 2:
+        return head[: ends[-1]]
+    space = head.rfind(" ")
+    head = head[:space] if space >= limit // 2 else head
+    return head.rstrip(" ,;:-–—") + "…"
 
 
 def plain(text: str) -> str:
@@ -216,6 +288,11 @@ def _strings(value: Any) -> tuple[str, ...]:
 
 def _text(value: Any) -> str:
     return " ".join(str(value).split()) if isinstance(value, str | int | float) and str(value).strip() else ""
+
+
+def _category(name: str) -> str:
+    """One word is made singular (``Guides`` -> ``Guide``); a longer name is kept as written."""
+    return _singular(name) if re.fullmatch(r"[^\W\d_]+", name) and not name.endswith(("us", "is")) else name
 
 
 def _singular(name: str) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import json
 import posixpath
 from collections import Counter, defaultdict
@@ -12,7 +11,8 @@ from functools import cached_property
 from typing import Any
 
 from vault2okf.parse import Link, Problem
-from vault2okf.resolve import Resolution, Status, normalise
+from vault2okf.resolve import NOTE_STATUSES, Resolution, Status, normalise
+from vault2okf.suggest import Suggester, variant_map
 
 HUBS = 15
 AT_SHOWN = 12
@@ -33,6 +33,8 @@ class LinkReport:
     problems: tuple[tuple[str, Problem], ...]
     skipped: tuple[tuple[str, str], ...]
     aliases: dict[str, tuple[str, ...]]
+    types: tuple[dict[str, Any], ...] = ()  # type_rows: folder -> type with counts
+    variants: tuple[dict[str, Any], ...] = ()  # suggest.spelling_variants
 
     def to_json(self) -> dict[str, Any]:
         return self._json
@@ -42,10 +44,14 @@ class LinkReport:
         return {
             "vault": self.vault,
             "totals": self.totals(),
-            "broken": self._grouped(Status.BROKEN, suggest=True),
+            "broken": self._broken(),
             "ambiguous": self._ambiguous(),
-            "alias_only": self._alias_only(),
+            "alias_only": self._to_note(Status.ALIAS),
+            "overridden": self._to_note(Status.OVERRIDDEN),
+            "excluded": self._excluded(),
             "missing_attachments": self._grouped(Status.MISSING_ATTACHMENT),
+            "variants": list(self.variants),
+            "types": list(self.types),
             "problems": [
                 {"path": p, "line": pr.line, "kind": pr.kind, "message": pr.message} for p, pr in self.problems
             ],
@@ -63,54 +69,70 @@ class LinkReport:
             "embeds": sum(1 for r in self.records if r.link.embed),
             "in_frontmatter": sum(1 for r in self.records if r.link.syntax == "frontmatter"),
             "by_status": {s.value: status.get(s.value, 0) for s in Status},
-            "unique_targets": {
-                "broken": unique[Status.BROKEN],
-                "ambiguous": unique[Status.AMBIGUOUS],
-                "alias": unique[Status.ALIAS],
-                "missing_attachment": unique[Status.MISSING_ATTACHMENT],
-            },
+            "unique_targets": {s.value: unique[s] for s in Status},
             "resolved_share": _share(self.records),
             "malformed_frontmatter": sum(1 for _, p in self.problems if p.kind == "frontmatter"),
             "orphans": len(self.orphans()),
         }
 
-    def _grouped(self, status: Status, suggest: bool = False) -> list[dict[str, Any]]:
+    def _grouped(self, status: Status) -> list[dict[str, Any]]:
         groups = _by_target(r for r in self.records if r.resolution.status is status)
-        names = self._names() if suggest else _Names({})
+        return [{"target": target, "count": len(recs), "at": _where(recs)} for target, recs in _by_count(groups)]
+
+    def _broken(self) -> list[dict[str, Any]]:
+        suggester = self.suggester()
         out = []
-        for target, recs in _by_count(groups):
-            entry: dict[str, Any] = {"target": target, "count": len(recs), "at": _where(recs)}
-            if suggest:
-                entry["suggestions"] = names.suggest(target)
+        for entry in self._grouped(Status.BROKEN):
+            found = suggester.suggest(entry["target"])
+            entry["suggestions"] = [s.to_json() for s in found]
+            if found and found[0].confident:
+                entry["fix"] = {"path": found[0].path, "why": found[0].why}
             out.append(entry)
         return out
 
     def _ambiguous(self) -> list[dict[str, Any]]:
         groups = _by_target(r for r in self.records if r.resolution.status is Status.AMBIGUOUS)
-        return [
-            {
+        out = []
+        for target, recs in _by_count(groups):
+            candidates = sorted({c for r in recs for c in r.resolution.candidates})
+            entry: dict[str, Any] = {
                 "target": target,
                 "count": len(recs),
-                "candidates": sorted({c for r in recs for c in r.resolution.candidates}),
+                "candidates": candidates,
                 "chosen": sorted({r.resolution.path or "" for r in recs}),
                 "at": _where(recs),
             }
-            for target, recs in _by_count(groups)
-        ]
+            near = [c for c in candidates if all(posixpath.dirname(c) == posixpath.dirname(r.source) for r in recs)]
+            if len(near) == 1:
+                why = f"in the same folder as every note that links it ({_n(len({r.source for r in recs}), 'note')})"
+                entry["fix"] = {"path": near[0], "why": why}
+            out.append(entry)
+        return out
 
-    def _alias_only(self) -> list[dict[str, Any]]:
-        groups = _by_target(r for r in self.records if r.resolution.status is Status.ALIAS)
+    def _to_note(self, status: Status) -> list[dict[str, Any]]:
+        groups = _by_target(r for r in self.records if r.resolution.status is status)
         return [
             {"target": t, "count": len(recs), "note": recs[0].resolution.path, "at": _where(recs)}
             for t, recs in _by_count(groups)
         ]
+
+    def _excluded(self) -> list[dict[str, Any]]:
+        groups = _by_target(r for r in self.records if r.resolution.status is Status.EXCLUDED)
+        return [
+            {"target": t, "count": len(recs), "note": recs[0].resolution.path,
+             "why": EXCLUDED_WHY[recs[0].resolution.rule], "at": _where(recs)}
+            for t, recs in _by_count(groups)
+        ]  # fmt: skip
+
+    def suggester(self) -> Suggester:
+        return Suggester(self.notes, self.aliases, variant_map(self.variants))
 
     @cached_property
     def _degree(self) -> dict[str, set[str]]:
         neighbours: dict[str, set[str]] = defaultdict(set)
         for r in self.records:
             target = r.resolution.path
-            if r.resolution.status in _NOTE_STATUSES and target and target != r.source:
+            if r.resolution.status in NOTE_STATUSES and target and target != r.source:
                 neighbours[r.source].add(target)
                 neighbours[target].add(r.source)
         return neighbours
@@ -125,12 +147,6 @@ class LinkReport:
             for note, n in ranked
         ]
 
-    def _names(self) -> _Names:
-        names = {posixpath.basename(n)[:-3].casefold(): n for n in self.notes}
-        for note, aliases in self.aliases.items():
-            names.update({a.casefold(): f"{note} (alias {a})" for a in aliases})
-        return _Names(names)
-
     def to_markdown(self) -> str:
         data = self.to_json()
         return "\n".join(_markdown(data)) + "\n"
@@ -139,7 +155,22 @@ class LinkReport:
         return json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n"
 
 
-_NOTE_STATUSES = (Status.RESOLVED, Status.AMBIGUOUS, Status.ALIAS)
+EXCLUDED_WHY = {
+    "excluded": "the note is in an excluded folder ([walk] exclude)",
+    "excluded folder": "the link's path goes through an excluded folder ([walk] exclude)",
+    "excluded name": "the name matches [links] excluded_names (templates live in excluded folders)",
+}
+
+
+def type_rows(metas: Iterable[Any]) -> list[dict[str, Any]]:
+    """Folder -> type with note counts: where each type came from (``meta.TypeOrigin``), most notes first."""
+    counts: Counter[tuple[str, str, str]] = Counter()
+    for meta in metas:
+        origin = meta.origin
+        if origin is not None:
+            counts[(origin.folder, origin.type, origin.rule)] += 1
+    rows = [{"folder": f, "type": t, "rule": r, "notes": n} for (f, t, r), n in counts.items()]
+    return sorted(rows, key=lambda row: (-row["notes"], row["folder"], row["type"]))
 
 
 def _target(r: LinkRecord) -> str:
@@ -148,8 +179,9 @@ def _target(r: LinkRecord) -> str:
 
 
 def _share(records: Sequence[LinkRecord]) -> float:
-    notes = [r for r in records if r.resolution.status not in (Status.ATTACHMENT, Status.MISSING_ATTACHMENT)]
-    ok = sum(1 for r in notes if r.resolution.status in (*_NOTE_STATUSES, Status.SELF))
+    skip = (Status.ATTACHMENT, Status.MISSING_ATTACHMENT, Status.EXCLUDED)
+    notes = [r for r in records if r.resolution.status not in skip]
+    ok = sum(1 for r in notes if r.resolution.status in NOTE_STATUSES or r.resolution.status is Status.SELF)
     return round(ok / len(notes), 4) if notes else 1.0
 
 
@@ -173,19 +205,24 @@ def _where(records: list[LinkRecord]) -> list[str]:
     return sorted({f"{r.source}:{r.link.line}" for r in records})
 
 
-class _Names:
-    """Note names and aliases for suggestions, indexed by first letter so difflib compares few of them."""
+STATUS_NAMES = {
+    "resolved": "resolved",
+    "ambiguous": "ambiguous (several notes share the name)",
+    "alias": "resolved only through an alias",
+    "overridden": "pinned by [links.overrides]",
+    "broken": "broken",
+    "self": "to a heading of the same note",
+    "attachment": "attachments",
+    "missing_attachment": "missing attachments",
+    "excluded": "into excluded folders",
+}
+TYPE_RULES = {"config": "vault2okf.toml [types]", "folder": "folder name", "frontmatter": "frontmatter `type`",
+              "default": "top of the vault"}  # fmt: skip
 
-    def __init__(self, names: dict[str, str]) -> None:
-        self.names = names
-        self.by_initial: dict[str, list[str]] = defaultdict(list)
-        for name in sorted(names):
-            self.by_initial[name[:1]].append(name)
 
-    def suggest(self, target: str) -> list[str]:
-        key = posixpath.basename(target).casefold()
-        pool = self.by_initial.get(key[:1], [])
-        return [self.names[c] for c in difflib.get_close_matches(key, pool, n=3, cutoff=0.75)]
+def _n(count: int, word: str, plural: str | None = None) -> str:
+    """``1 note``, ``2 notes``, ``1 entry``, ``3 entries``."""
+    return f"{count:,} {word if count == 1 else plural or word + 's'}"
 
 
 def _markdown(d: dict[str, Any]) -> Iterable[str]:
@@ -194,69 +231,68 @@ def _markdown(d: dict[str, Any]) -> Iterable[str]:
     yield f"# Link health: {d['vault']}"
     yield ""
     yield (
-        f"{t['notes']} notes, {t['links']} links and {t['embeds']} embeds ({t['in_frontmatter']} in frontmatter); "
-        f"{t['resolved_share']:.1%} of note links resolve."
+        f"{_n(t['notes'], 'note')}, {_n(t['links'], 'link')} and {_n(t['embeds'], 'embed')} "
+        f"({t['in_frontmatter']:,} in frontmatter); {t['resolved_share']:.1%} of note links resolve."
     )
     yield ""
-    yield "| status | links | unique targets |"
+    yield "| links | count | distinct targets |"
     yield "|---|---:|---:|"
     for status, count in s.items():
-        yield f"| {status} | {count} | {t['unique_targets'].get(status, '')} |"
-    yield from _section(
-        "Broken links",
-        d["broken"],
-        "Nothing resolves these names. Create the note, fix the spelling, "
-        "or pin a target in `vault2okf.toml` under `[links.overrides]`.",
-        _broken_line,
-    )
-    yield from _section(
-        "Ambiguous links",
-        d["ambiguous"],
-        "Several notes share this name; the first candidate "
-        "was chosen per linking note (same folder, then shortest path, then alphabetical). Pin one under "
-        "`[links.overrides]` or write the path in the link.",
-        _ambiguous_line,
-    )
-    yield from _section(
-        "Resolved only through an alias",
-        d["alias_only"],
-        "Obsidian itself leaves a bare `[[Alias]]` unresolved; write `[[Note|Alias]]` instead.",
-        _alias_line,
-    )
-    yield from _section(
-        "Missing attachments",
-        d["missing_attachments"],
-        "Embedded files that are not in the vault; left as written.",
-        _broken_line,
-    )
+        if count:
+            yield f"| {STATUS_NAMES.get(status, status)} | {count:,} | {t['unique_targets'][status]:,} |"
+    sections = [
+        ("Broken links", "broken", BROKEN_ADVICE, _broken_line),
+        ("Ambiguous links", "ambiguous", AMBIGUOUS_ADVICE, _ambiguous_line),
+        ("Resolved only through an alias", "alias_only", ALIAS_ADVICE, _note_line),
+        ("Pinned by an override", "overridden", "Resolved by `[links.overrides]` in the config.", _note_line),
+        ("Links into excluded folders", "excluded", EXCLUDED_ADVICE, _note_line),
+        ("Missing attachments", "missing_attachments", "Embedded files that are not in the vault; left as written.",
+         _broken_line),
+    ]  # fmt: skip
+    clean = [title.lower() for title, key, _, _ in sections if not d[key]]
+    if clean:
+        yield ""
+        yield f"Nothing to report for: {', '.join(clean)}."
+    for title, key, advice, fmt in sections:
+        if d[key]:
+            yield from _section(title, d[key], advice, fmt)
+    yield from _variants(d["variants"])
+    yield from _types(d["types"])
     yield from _problems(d)
-    yield "## Orphans"
-    yield ""
-    yield f"{len(d['orphans'])} notes have no links in either direction."
-    yield ""
-    yield from (f"- {o}" for o in d["orphans"])
-    yield ""
-    yield "## Hubs"
-    yield ""
-    yield "| note | linked notes | share of vault |"
-    yield "|---|---:|---:|"
-    yield from (f"| {h['note']} | {h['degree']} | {h['share_of_vault']:.1%} |" for h in d["hubs"])
+    yield from _orphans(d["orphans"])
+    yield from _hubs(d["hubs"])
+
+
+BROKEN_ADVICE = (
+    "Nothing resolves these names. Create the note, fix the spelling, or pin a target under "
+    "`[links.overrides]`: `vault2okf links BUNDLE --overrides > fixes.toml` writes the confident suggestions "
+    "(the others commented out), and `vault2okf convert VAULT -o BUNDLE --config fixes.toml` applies them."
+)
+AMBIGUOUS_ADVICE = (
+    "Several notes share this name; the first candidate was chosen per linking note (same folder, then shortest "
+    "path, then alphabetical). Pin one under `[links.overrides]` or write the path in the link."
+)
+ALIAS_ADVICE = "Obsidian itself leaves a bare `[[Alias]]` unresolved; write `[[Note|Alias]]` instead."
+EXCLUDED_ADVICE = (
+    "These notes exist but are in a folder excluded by `[walk] exclude` (templates), so the links stay text."
+)
 
 
 def _section(title: str, entries: list[dict[str, Any]], advice: str, fmt: Any) -> Iterable[str]:
     yield ""
-    yield f"## {title} ({len(entries)} targets, {sum(e['count'] for e in entries)} links)"
+    yield f"## {title} ({_n(len(entries), 'target')}, {_n(sum(e['count'] for e in entries), 'link')})"
     yield ""
-    if entries:
-        yield advice
-        yield ""
+    yield advice
+    yield ""
     for e in entries:
         yield from fmt(e)
-    yield ""
 
 
 def _broken_line(e: dict[str, Any]) -> Iterable[str]:
-    hint = f" — did you mean: {', '.join(e['suggestions'])}?" if e.get("suggestions") else ""
+    found = e.get("suggestions") or []
+    hint = ""
+    if found:
+        hint = " — did you mean: " + "; ".join(f"`{x['path']}` ({x['why']})" for x in found[:3]) + "?"
     yield f"- **{e['target']}** ×{e['count']}{hint}"
     yield _at(e["at"])
 
@@ -267,17 +303,53 @@ def _ambiguous_line(e: dict[str, Any]) -> Iterable[str]:
     yield _at(e["at"])
 
 
-def _alias_line(e: dict[str, Any]) -> Iterable[str]:
-    yield f"- **{e['target']}** ×{e['count']} → `{e['note']}`"
+def _note_line(e: dict[str, Any]) -> Iterable[str]:
+    yield f"- **{e['target']}** ×{e['count']} → " + (f"`{e['note']}`" if e["note"] else e.get("why", ""))
     yield _at(e["at"])
 
 
 def _at(where: list[str]) -> str:
-    """Up to ``AT_SHOWN`` locations; link-health.json lists every one."""
-    more = (
-        f" … and {len(where) - AT_SHOWN} more (every location is in link-health.json)" if len(where) > AT_SHOWN else ""
-    )
+    """Up to ``AT_SHOWN`` locations; link-health.json and link-health.html list every one."""
+    more = f" … and {len(where) - AT_SHOWN:,} more (all in link-health.html)" if len(where) > AT_SHOWN else ""
     return f"  - at: {', '.join(f'`{w}`' for w in where[:AT_SHOWN])}{more}"
+
+
+def _variants(clusters: list[dict[str, Any]]) -> Iterable[str]:
+    if not clusters:
+        return
+    yield ""
+    yield f"## Spelling variants ({_n(len(clusters), 'name')})"
+    yield ""
+    yield (
+        "Words the notes write close to a word of a note title. Add the suggested aliases to the note's "
+        "frontmatter (`aliases:`), or correct the spelling, so that links and search find the note."
+    )
+    yield ""
+    for c in clusters:
+        spellings = ", ".join(f"{w} ×{n}" for w, n in c["variants"].items())
+        aliases = "; ".join(f"`{a['alias']}` for `{a['note']}`" for a in c["aliases"])
+        notes = ", ".join(f"`{p}`" for p in c["notes"][:3]) + (" …" if len(c["notes"]) > 3 else "")
+        yield f"- **{c['word']}** ({notes}) is also written {spellings}" + (
+            f"; suggested aliases: {aliases}" if aliases else ""
+        )
+
+
+def _types(rows: list[dict[str, Any]]) -> Iterable[str]:
+    if not rows:
+        return
+    yield ""
+    yield f"## Types ({_n(len({r['type'] for r in rows}), 'type')})"
+    yield ""
+    yield (
+        "Where each type came from. To change one, map the folder under `[types]` in `vault2okf.toml` "
+        '(`"Folder name" = "Type"`), or set `type:` in a note.'
+    )
+    yield ""
+    yield "| folder | type | from | notes |"
+    yield "|---|---|---|---:|"
+    for r in rows:
+        rule = TYPE_RULES.get(r["rule"], r["rule"])
+        yield f"| {r['folder'] or '(top of the vault)'} | {r['type']} | {rule} | {r['notes']:,} |"
 
 
 def _located(problem: dict[str, Any]) -> str:
@@ -285,17 +357,41 @@ def _located(problem: dict[str, Any]) -> str:
 
 
 def _problems(d: dict[str, Any]) -> Iterable[str]:
-    yield f"## Notes with problems ({len(d['problems'])})"
-    yield ""
-    yield (
-        "Converted as well as they could be (malformed frontmatter is kept as text in the doc); each line says "
-        "what was done and how to fix it."
-    )
-    yield ""
-    yield from (f"- `{_located(p)}` {p['kind']}: {p['message']}" for p in d["problems"])
+    if d["problems"]:
+        yield ""
+        yield f"## Notes with problems ({_n(len(d['problems']), 'problem')})"
+        yield ""
+        yield (
+            "Converted as well as they could be (malformed frontmatter is kept as text in the doc); each line "
+            "says what was done and how to fix it."
+        )
+        yield ""
+        yield from (f"- `{_located(p)}` {p['kind']}: {p['message']}" for p in d["problems"])
     if d["skipped"]:
         yield ""
-        yield f"Skipped while walking ({len(d['skipped'])}):"
+        yield f"## Skipped while walking ({_n(len(d['skipped']), 'file')})"
         yield ""
         yield from (f"- `{s['path']}`: {s['reason']}" for s in d["skipped"])
+
+
+def _orphans(orphans: list[str]) -> Iterable[str]:
     yield ""
+    yield "## Orphans"
+    yield ""
+    if not orphans:
+        yield "Every note links or is linked."
+        return
+    yield f"{_n(len(orphans), 'note')} {'has' if len(orphans) == 1 else 'have'} no links in either direction."
+    yield ""
+    yield from (f"- {o}" for o in orphans)
+
+
+def _hubs(hubs: list[dict[str, Any]]) -> Iterable[str]:
+    if not hubs:
+        return
+    yield ""
+    yield "## Hubs"
+    yield ""
+    yield "| note | linked notes | share of vault |"
+    yield "|---|---:|---:|"
+    yield from (f"| {h['note']} | {h['degree']:,} | {h['share_of_vault']:.1%} |" for h in hubs)

@@ -8,8 +8,14 @@ Order, first match wins:
    linking note's folder, then a path suffix (``folder/Note``), then the basename; each step case-sensitive
    first, then case-insensitive, after trimming, dropping ``.md`` and NFC;
 4. frontmatter ``aliases`` (reported: Obsidian itself leaves a bare ``[[Alias]]`` unresolved);
-5. attachments (any non-``.md`` file) by the same path rules; a target with a file extension that matches
-   nothing is a missing attachment, anything else is broken.
+5. attachments (any non-``.md`` file) by the same path rules;
+6. **excluded**, not broken, since the note is left out on purpose: a note in an excluded folder (``[walk]
+   exclude``, templates) by the same path rules; a path through an excluded folder (``z_Templates/...``) even
+   when the file is not there; a name matching ``[links] excluded_names`` (``Template*``: templates live in
+   excluded folders);
+7. a target with a file extension that matches nothing is a missing attachment, anything else is broken.
+
+A pinned override is ``overridden`` (it points at a note; an override to an attachment is an attachment).
 
 Several candidates at one step make the link **ambiguous**: the one chosen is in the same folder as the
 linking note if one is, else the shortest path (fewest folders, then fewest characters), else the first
@@ -18,15 +24,17 @@ alphabetically, and every candidate is reported.
 
 from __future__ import annotations
 
+import fnmatch
 import posixpath
 import re
 import unicodedata
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
 from vault2okf.errors import Vault2OkfError
+from vault2okf.walk import is_excluded
 
 _EXTENSION = re.compile(r"\.[A-Za-z0-9]{1,5}$")
 
@@ -39,6 +47,11 @@ class Status(StrEnum):
     SELF = "self"
     ATTACHMENT = "attachment"
     MISSING_ATTACHMENT = "missing_attachment"
+    EXCLUDED = "excluded"
+    OVERRIDDEN = "overridden"
+
+
+NOTE_STATUSES = frozenset({Status.RESOLVED, Status.AMBIGUOUS, Status.ALIAS, Status.OVERRIDDEN})  # link to a note
 
 
 @dataclass(frozen=True)
@@ -98,8 +111,17 @@ class Resolver:
         attachments: Iterable[str] = (),
         aliases: Mapping[str, Iterable[str]] | None = None,
         overrides: Mapping[str, str] | None = None,
+        excluded: Iterable[str] = (),
+        exclude: Sequence[str] = (),
+        excluded_names: Sequence[str] = (),
     ) -> None:
+        """``excluded``: files under excluded folders; ``exclude``: the ``[walk] exclude`` patterns (a link whose
+        path names such a folder is excluded even when the file is gone); ``excluded_names``: glob patterns
+        (``[links] excluded_names``, default ``Template*``) for names of notes that live in excluded folders."""
+        self.exclude = tuple(exclude)
+        self.excluded_names = tuple(n.casefold() for n in excluded_names)
         self.notes = _PathIndex(notes, strip_md=True)
+        self.excluded = _PathIndex((p for p in excluded if p.lower().endswith(".md")), strip_md=True)
         self.attachments = _PathIndex(attachments, strip_md=False)
         self.aliases: dict[str, list[str]] = defaultdict(list)
         for path, names in sorted((aliases or {}).items()):
@@ -124,7 +146,9 @@ class Resolver:
         if not key:
             return Resolution(Status.SELF, source, rule="self")
         if key.casefold() in self.overrides:
-            return Resolution(Status.RESOLVED, self.overrides[key.casefold()], rule="override")
+            pinned = self.overrides[key.casefold()]
+            status = Status.ATTACHMENT if pinned in self.attachments.paths else Status.OVERRIDDEN
+            return Resolution(status, pinned, rule="override")
         found, rule = self.notes.lookup(key, folder)
         if found:
             return _pick(found, folder, Status.RESOLVED, rule)
@@ -133,6 +157,14 @@ class Resolver:
         found, rule = self.attachments.lookup(normalise(target, keep_md=True), folder)
         if found:
             return _pick(found, folder, Status.ATTACHMENT, rule)
+        found, rule = self.excluded.lookup(key, folder)
+        if found:
+            return Resolution(Status.EXCLUDED, found[0], tuple(found) if len(found) > 1 else (), "excluded")
+        parts = key.lstrip("/").split("/")
+        if any(is_excluded("/".join(parts[: i + 1]), parts[i], self.exclude) for i in range(len(parts) - 1)):
+            return Resolution(Status.EXCLUDED, None, rule="excluded folder")
+        if any(fnmatch.fnmatchcase(parts[-1].casefold(), pattern) for pattern in self.excluded_names):
+            return Resolution(Status.EXCLUDED, None, rule="excluded name")
         has_ext = _EXTENSION.search(key) is not None and not target.strip().endswith(".md")
         return Resolution(Status.MISSING_ATTACHMENT if has_ext else Status.BROKEN, None)
 

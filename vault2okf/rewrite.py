@@ -5,7 +5,7 @@ the new body comes out. Rules:
 - a note link -> ``[label](relative/path%20encoded.md#heading-slug)``;
 - an embed of a note -> a plain link to it (no transclusion, so embed cycles cannot loop);
 - an existing image -> ``![alt](relative/path.png)``; another attachment -> ``[name](relative/path.pdf#page=3)``;
-- a broken link -> its readable text (never a link to a file that does not exist);
+- a broken link, or one into an excluded folder -> its readable text (never a link to a file that does not exist);
 - a missing attachment -> a wiki embed is left exactly as written; a markdown image or link to it becomes its
   text, so no output link points at a file that does not exist (both reported).
 """
@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from urllib.parse import quote
 
 from vault2okf.parse import Link, Note
-from vault2okf.resolve import Resolution, Status
+from vault2okf.resolve import NOTE_STATUSES, Resolution, Status
 
 IMAGE_EXTENSIONS = frozenset({"png", "jpg", "jpeg", "gif", "svg", "webp", "bmp", "avif"})
 _SIZE = re.compile(r"^\d+(?:x\d+)?$")
@@ -54,7 +54,7 @@ def _rewrite_line(
 
 
 def render(link: Link, res: Resolution, source_doc: str, doc_of: Mapping[str, str]) -> str:
-    if res.status in (Status.RESOLVED, Status.AMBIGUOUS, Status.ALIAS):
+    if res.status in NOTE_STATUSES:
         return f"[{_escape(label(link))}]({href(source_doc, doc_of[res.path or ''])}{anchor(link.anchor)})"
     if res.status is Status.SELF:
         return f"[{_escape(label(link))}]({anchor(link.anchor)})" if anchor(link.anchor) else label(link)

@@ -15,6 +15,7 @@ import os
 import stat
 import time
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from vault2okf.parse import Problem
 SKIPPED_DIRS = frozenset({".obsidian", ".trash", ".git"})
 MIN_MTIME = dt.datetime(1, 1, 2, tzinfo=dt.UTC).timestamp()  # a day of margin for any local-time conversion
 MAX_MTIME = dt.datetime(9999, 12, 30, tzinfo=dt.UTC).timestamp()
+_EXCLUDED = "excluded by config [walk] exclude"
 _FUTURE_SLACK = 86_400  # a clock a day ahead is not worth a report line
 
 
@@ -41,6 +43,7 @@ class Walk:
     attachments: tuple[VaultFile, ...]
     skipped: tuple[tuple[str, str], ...]  # (path, reason)
     problems: tuple[tuple[str, Problem], ...] = ()  # (path, problem) for files that are converted anyway
+    excluded: tuple[str, ...] = ()  # vault paths of files under excluded folders (named only, never read)
 
 
 def walk_vault(root: Path, exclude: tuple[str, ...] = ()) -> Walk:
@@ -50,6 +53,7 @@ def walk_vault(root: Path, exclude: tuple[str, ...] = ()) -> Walk:
     found: dict[str, VaultFile] = {}
     skipped: list[tuple[str, str]] = []
     problems: list[tuple[str, Problem]] = []
+    excluded: list[str] = []
     now = time.time()
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         rel_dir = _rel(Path(dirpath), root)
@@ -64,6 +68,8 @@ def walk_vault(root: Path, exclude: tuple[str, ...] = ()) -> Walk:
                 reason = f"same name as {found[path].abs_path.name!a} after Unicode normalisation (NFC); rename one"
             if reason or info is None:
                 skipped.append((path, reason))
+                if reason == _EXCLUDED:
+                    excluded.append(path)
                 continue
             if path != raw and safe_name(raw) != raw:
                 message = f"file name {_shown(raw)} is not valid UTF-8; converted as {path}. Rename it"
@@ -75,7 +81,21 @@ def walk_vault(root: Path, exclude: tuple[str, ...] = ()) -> Walk:
     files = sorted(found.values(), key=_key)
     notes = tuple(f for f in files if _is_note(f.path))
     attachments = tuple(f for f in files if not _is_note(f.path))
-    return Walk(notes, attachments, tuple(sorted(skipped)), tuple(sorted(problems, key=lambda p: p[0])))
+    for folder, reason in skipped:
+        if reason == _EXCLUDED and folder.endswith("/"):
+            excluded.extend(_names_under(root, folder))
+    ordered = tuple(sorted(problems, key=lambda p: p[0]))
+    return Walk(notes, attachments, tuple(sorted(skipped)), ordered, tuple(sorted(set(excluded))))
+
+
+def _names_under(root: Path, folder: str) -> list[str]:
+    """Vault paths of the files under an excluded folder: named, so links to them are ``excluded``, never read."""
+    names = []
+    for dirpath, dirnames, filenames in os.walk(root / folder, followlinks=False):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        rel = os.path.relpath(dirpath, root).replace(os.sep, "/")
+        names += [unicodedata.normalize("NFC", safe_name(f"{rel}/{n}")) for n in filenames if not n.startswith(".")]
+    return names
 
 
 def safe_name(name: str) -> str:
@@ -135,8 +155,8 @@ def _keep_dir(parent: Path, rel_dir: str, name: str, exclude: tuple[str, ...], s
     path = unicodedata.normalize("NFC", f"{rel_dir}/{safe_name(name)}" if rel_dir else safe_name(name))
     if name in SKIPPED_DIRS or name.startswith("."):
         return False
-    if _excluded(path, name, exclude):
-        skipped.append((path + "/", "excluded by config [walk] exclude"))
+    if is_excluded(path, name, exclude):
+        skipped.append((path + "/", _EXCLUDED))
         return False
     if os.path.islink(parent / name):  # os.walk does not descend into it; say so instead of dropping it silently
         skipped.append((path + "/", "symlink to a folder; folder links are never followed (no loops, no escapes)"))
@@ -150,8 +170,8 @@ def _skip_file(
     """(reason to skip or "", the file's stat when it is a regular file to convert)."""
     if name.startswith(".") and name != ".md":
         return "hidden file", None
-    if _excluded(path, name, exclude):
-        return "excluded by config [walk] exclude", None
+    if is_excluded(path, name, exclude):
+        return _EXCLUDED, None
     try:
         info = os.lstat(abs_path)  # one system call for a regular file
         if stat.S_ISLNK(info.st_mode):
@@ -183,5 +203,6 @@ def _kind(mode: int) -> str:
     return "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a special file"
 
 
-def _excluded(path: str, name: str, exclude: tuple[str, ...]) -> bool:
+def is_excluded(path: str, name: str, exclude: Sequence[str]) -> bool:
+    """Is the folder or file ``path`` (named ``name``) excluded by ``[walk] exclude``?"""
     return any(path == e.strip("/") or name == e or fnmatch.fnmatchcase(path, e) for e in exclude)

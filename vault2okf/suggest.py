@@ -1,0 +1,371 @@
+"""What a broken link probably meant, and names the vault spells several ways. Pure, no I/O.
+
+``Suggester.suggest(target)`` ranks notes by how well their title, an alias, or (as a tie-breaker) their
+folder words match the link, and says why:
+- *same name*: equal once case, accents, apostrophes, punctuation, spacing and a leading "the" are ignored
+  (``FatherKenichi`` = ``Father Kenichi``, ``./People's Engine`` = ``The People's Engine``);
+- *edit distance*: the name, without spaces, within 1 edit (2 from 10 letters, 3 from 16), transpositions
+  counting one (``Order of Silent Echoes`` ~ ``Order of Silent Echos``);
+- *same words*: the words of the link and of the name overlap, each word weighted by how rare it is among
+  note names; a word may match a spelling variant of itself (``Kabuki Theatre`` ~ ``Kabuki``).
+A suggestion is *confident* when it scores 0.8 or more and no other note comes within 0.1 of it: that is
+what ``vault2okf links --overrides`` writes as a live override; the rest are written commented out.
+
+``spelling_variants`` finds words that the notes' text writes close to a word of a note title
+(``Yagra`` for ``Ygra``, ``Kaleor`` for ``Kaelor``, ``Grieves`` and ``Greave`` for ``Greaves``), kept only
+when the variant stands next to another word of that title, or in a broken link, so ordinary words are not
+taken for names; each cluster suggests aliases (the title with the variant spelling) seen in the vault.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import posixpath
+import re
+import unicodedata
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+STOPWORDS = frozenset({"the", "a", "an", "of", "and", "de", "la", "le", "in", "on", "at", "to", "for"})
+CONFIDENT = 0.8
+MARGIN = 0.1
+SHOWN = 5
+_APOSTROPHES = re.compile(r"['’‘`´]")
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
+_WORD = re.compile(r"[^\W_]+")
+_CAPITAL_RUN = re.compile(r"[A-Z][a-z’']{2,}(?:[ \t*_]+[A-Z][a-z’']{2,})*")  # runs of capitalised words
+_POSSESSIVE = re.compile(r"['’]s?$")
+_RUN_SPLIT = re.compile(r"[ \t*_]+")
+_LOWER_WORD = re.compile(r"\b[a-z]{4,}\b")
+
+
+def fold(text: str) -> str:
+    """Case, accents, apostrophes dropped; camelCase split; punctuation to spaces: ``Caf'é_Noir`` -> ``cafe noir``."""
+    text = _CAMEL.sub(" ", _APOSTROPHES.sub("", text))
+    if not text.isascii():
+        text = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    return " ".join(_WORD.findall(text.casefold()))
+
+
+def words(text: str) -> tuple[str, ...]:
+    """The folded words of ``text`` that carry meaning (not "the", "of", ...); all words if that is none."""
+    every = tuple(fold(text).split())
+    content = tuple(w for w in every if w not in STOPWORDS)
+    return content or every
+
+
+def distance(a: str, b: str, limit: int) -> int:
+    """Damerau-Levenshtein distance (optimal string alignment) of ``a`` and ``b``, or ``limit + 1`` once it
+    exceeds ``limit``; a band of width ``limit`` keeps it O(len * limit)."""
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    if a == b:
+        return 0
+    big = limit + 1
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        cur = [big] * (len(b) + 1)
+        cur[0] = i
+        lo, hi = max(1, i - limit), min(len(b), i + limit)
+        for j in range(lo, hi + 1):
+            cost = 0 if a[i - 1] == b[j - 1] else 1
+            best = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                best = min(best, prev2[j - 2] + 1)
+            cur[j] = best
+        if min(cur[lo : hi + 1]) > limit:
+            return big
+        prev2, prev = prev, cur
+    return min(prev[len(b)], big)
+
+
+def allowed_edits(key: str) -> int:
+    """Edits that still count as a misspelling of a name of ``len(key)`` letters (0 below 5 letters)."""
+    n = len(key)
+    return 0 if n < 5 else 1 if n < 10 else 2 if n < 16 else 3
+
+
+class _Deletions:
+    """Words indexed by themselves with up to one letter deleted: two words that share a key are within two
+    edits (``greaves`` and ``grieves`` share ``greves``), so a lookup never scans the whole vocabulary."""
+
+    def __init__(self, vocabulary: Iterable[str]) -> None:
+        self.keys: dict[str, set[str]] = defaultdict(set)
+        for word in vocabulary:
+            for key in _deletes(word):
+                self.keys[key].add(word)
+
+    def near(self, word: str, limit: int) -> list[tuple[int, str]]:
+        found = {w for key in _deletes(word) for w in self.keys.get(key, ())}
+        scored = ((distance(word, w, limit), w) for w in found if w != word)
+        return sorted((d, w) for d, w in scored if d <= limit)
+
+
+def _deletes(word: str) -> set[str]:
+    return {word, *(word[:i] + word[i + 1 :] for i in range(len(word)))}
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    path: str  # vault path of the note
+    name: str  # the title or alias that matched
+    why: str
+    score: float
+    confident: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "name": self.name, "why": self.why, "score": round(self.score, 3),
+                "confident": self.confident}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Name:
+    path: str
+    name: str
+    alias: bool
+    words: tuple[str, ...]
+    key: str  # the words joined, no spaces
+    folder_words: frozenset[str]
+
+
+class Suggester:
+    def __init__(
+        self,
+        notes: Sequence[str],
+        aliases: Mapping[str, Sequence[str]] | None = None,
+        variants: Mapping[str, str] | None = None,
+    ) -> None:
+        """``variants`` maps a folded variant spelling to the title word it spells (``grieves`` -> ``greaves``)."""
+        self.names: list[_Name] = []
+        for path in sorted(notes):
+            stem = posixpath.basename(path)[:-3] if path.lower().endswith(".md") else posixpath.basename(path)
+            folder = frozenset(words(posixpath.dirname(path).replace("/", " ")))
+            self.names += [_entry(path, stem, False, folder)]
+            self.names += [_entry(path, a, True, folder) for a in (aliases or {}).get(path, ())]
+        self.names = [n for n in self.names if n.key]
+        self.by_word: dict[str, list[int]] = defaultdict(list)
+        self.by_key: dict[str, list[int]] = defaultdict(list)
+        for i, n in enumerate(self.names):
+            for w in set(n.words):
+                self.by_word[w].append(i)
+            self.by_key[n.key].append(i)
+        self.keys = _Deletions(self.by_key)
+        self.vocab = _Deletions(self.by_word)
+        total = max(len(self.names), 1)
+        self.weight = {w: math.log(1 + total / len(ids)) for w, ids in self.by_word.items()}
+        self.variants = dict(variants or {})
+
+    def suggest(self, target: str) -> list[Suggestion]:
+        folder, _, base = target.strip().rstrip("/").rpartition("/")
+        link = words(base)
+        key = "".join(link)
+        if not key:
+            return []
+        best: dict[str, tuple[float, str, str]] = {}
+
+        def offer(i: int, score: float, why: str) -> None:
+            n = self.names[i]
+            if n.alias:
+                score, why = score * 0.95, f"alias '{n.name}': {why}"
+            if folder and n.folder_words & set(words(folder.replace("/", " "))):
+                score, why = min(score + 0.05, 1.0), f"{why}; in a folder named like the link's"
+            if score > best.get(n.path, (0.0, "", ""))[0]:
+                best[n.path] = (score, n.name, why)
+
+        for i in self.by_key.get(key, ()):
+            offer(i, 1.0, "same name apart from case, accents, punctuation, spacing or a leading 'the'")
+        limit = allowed_edits(key)
+        for d, other in self.keys.near(key, limit) if limit else ():
+            for i in self.by_key[other]:  # one letter off a short name is as likely another name: not confident
+                offer(i, (0.92 if len(key) >= 7 else 0.75) - 0.07 * d, f"edit distance {d}")
+        matches = {w: self._word_matches(w) for w in set(link)}
+        candidates = {i for found in matches.values() for _, name_word in found for i in self.by_word[name_word]}
+        for i in candidates:
+            scored = self._by_words(link, matches, self.names[i])
+            if scored:
+                offer(i, *scored)
+        ranked = sorted(best.items(), key=lambda kv: (-kv[1][0], kv[0]))[:SHOWN]
+        out = [Suggestion(p, name, why, score) for p, (score, name, why) in ranked if score >= 0.3]
+        if out and out[0].score >= CONFIDENT and (len(out) == 1 or out[1].score <= out[0].score - MARGIN):
+            out[0] = Suggestion(out[0].path, out[0].name, out[0].why, out[0].score, True)
+        return out
+
+    def _word_matches(self, word: str) -> list[tuple[str, str]]:
+        """(how, name word) for each note-name word this link word may be: itself, a variant, a misspelling."""
+        found = [("", word)] if word in self.by_word else []
+        if self.variants.get(word) in self.by_word:
+            found.append((f"'{word}' is how the vault also spells '{self.variants[word]}'", self.variants[word]))
+        limit = min(allowed_edits(word), 1)
+        found += [(f"'{word}' ~ '{w}'", w) for _, w in (self.vocab.near(word, limit) if limit else ())]
+        return found
+
+    def _by_words(
+        self, link: tuple[str, ...], matches: dict[str, list[tuple[str, str]]], name: _Name
+    ) -> tuple[float, str] | None:
+        own = set(name.words)
+        hit: dict[str, tuple[str, str]] = {}
+        for w in set(link):
+            for how, name_word in matches[w]:
+                if name_word in own:
+                    hit[w] = (how, name_word)
+                    break
+        if not hit:
+            return None
+        used = {nw for _, nw in hit.values()}
+        weight = self.weight
+        cover_link = sum(weight.get(hit[w][1], 1.0) for w in set(link) if w in hit)
+        cover_link /= sum(weight.get(hit[w][1], 1.0) if w in hit else weight.get(w, 3.0) for w in set(link))
+        cover_name = sum(weight[w] for w in own if w in used) / sum(weight[w] for w in own)
+        spelled = "; ".join(how for how, _ in hit.values() if how)
+        spelled = f" ({spelled})" if spelled else ""
+        if cover_link == 1 and cover_name == 1:
+            misspelt = any("~" in how for how, _ in hit.values())  # a short name one letter off: maybe another
+            score = 0.85 if not misspelt else 0.82 if len("".join(link)) >= 7 else 0.7
+            return score, f"same words{spelled}"
+        extra_name = ", ".join(sorted(own - used))
+        extra_link = ", ".join(sorted(set(link) - set(hit)))
+        if cover_link == 1:
+            return (
+                0.45 + 0.35 * cover_name,
+                f"every word of the link is in the name, which adds '{extra_name}'{spelled}",
+            )
+        if cover_name == 1:
+            return 0.45 + 0.3 * cover_link, f"every word of the name is in the link, which adds '{extra_link}'{spelled}"
+        shared = ", ".join(sorted(used))
+        rare = any(len(self.by_word[w]) <= 5 for w in used)  # a word few names share says more
+        score = 0.25 + 0.4 * math.sqrt(cover_link * cover_name) if rare else 0.5 * cover_link * cover_name
+        return score, f"same words: {shared}{spelled}"
+
+
+def _entry(path: str, name: str, alias: bool, folder: frozenset[str]) -> _Name:
+    found = words(name)
+    return _Name(path, name, alias, found, "".join(found), folder)
+
+
+@dataclass(frozen=True)
+class _Seen:
+    count: Counter[str]  # word -> times written
+    beside: dict[str, Counter[str]]  # word -> capitalised words written next to it
+
+
+def spelling_variants(
+    notes: Sequence[Any], aliases: Mapping[str, Sequence[str]], records: Sequence[Any]
+) -> list[dict[str, Any]]:
+    """Clusters ``{word, variants: {spelling: count}, notes: [paths], aliases: [{note, alias}]}``.
+
+    ``notes`` are parsed notes (``.path``, ``.body``), ``records`` the resolved links (broken targets count
+    as written spellings too)."""
+    titles: dict[str, set[str]] = defaultdict(set)  # title word -> note paths
+    title_words: dict[str, list[tuple[str, ...]]] = defaultdict(list)  # note path -> the words of its names
+    for note in notes:
+        stem = posixpath.basename(note.path)[:-3]
+        for name in (stem, *aliases.get(note.path, ())):
+            every = tuple(fold(_POSSESSIVE.sub("", w)) for w in name.split())  # "Arcanist's" is "arcanist"
+            every = tuple(w for w in every if w)
+            found = tuple(w for w in every if len(w) >= 4)
+            title_words[note.path].append(every)
+            for w in found:
+                titles[w].add(note.path)
+    seen = _seen_words(note.body for note in notes)
+    broken = Counter(w for r in records if r.resolution.status == "broken" for w in fold(r.link.target).split())
+    index = _Deletions(titles)
+    clusters: dict[str, Counter[str]] = defaultdict(Counter)
+    for word, count in (seen.count + broken).items():
+        if word in titles or len(word) < 4:
+            continue
+        for _, title_word in index.near(word, 1 if len(word) < 7 else 2):
+            if word[0] != title_word[0]:
+                continue
+            in_link = broken[word] and len(word) >= 6 and count >= 2  # written so more than once, in a link
+            if in_link or _beside_title(word, title_word, seen, titles, title_words, index):
+                clusters[title_word][word] += count
+    lower = {w for note in notes for w in _LOWER_WORD.findall(note.body)} if clusters else set()
+    for title_word in list(clusters):  # a word also written in lower case is a word, not a name (people)
+        for word in [w for w in clusters[title_word] if w in lower]:
+            del clusters[title_word][word]
+        if not clusters[title_word]:
+            del clusters[title_word]
+    out = []
+    for title_word, spellings in sorted(clusters.items()):
+        paths = sorted(titles[title_word])
+        aliases_seen = [
+            {"note": p, "alias": a} for p in paths for a in _aliases(title_words[p], clusters, seen, broken)
+        ]
+        used = {w for a in aliases_seen for w in fold(a["alias"]).split()}
+        kept = {w: n for w, n in spellings.items() if w in used or not _plural(w, title_word)}
+        if kept:  # a plural (hounds, Chancellors) is kept only where it spells a title (Harlon Greave)
+            out.append({
+                "word": title_word,
+                "variants": dict(sorted(kept.items(), key=lambda kv: (-kv[1], kv[0]))),
+                "notes": paths,
+                "aliases": aliases_seen,
+            })  # fmt: skip
+    return out
+
+
+def _plural(a: str, b: str) -> bool:
+    return a + "s" == b or b + "s" == a
+
+
+def variant_map(clusters: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    return {v: c["word"] for c in clusters for v in c["variants"]}
+
+
+def _seen_words(bodies: Iterable[str]) -> _Seen:
+    count: Counter[str] = Counter()
+    beside: dict[str, Counter[str]] = defaultdict(Counter)
+    folded: dict[str, str] = {}
+    for body in bodies:
+        for run in _CAPITAL_RUN.findall(body):
+            found = []
+            for w in _RUN_SPLIT.split(run):
+                if w not in folded:
+                    folded[w] = fold(_POSSESSIVE.sub("", w))
+                found.append(folded[w])
+            found = [w for w in found if w and " " not in w]
+            count.update(found)
+            for a, b in itertools.pairwise(found):
+                beside[a][b] += 1
+                beside[b][a] += 1
+    return _Seen(count, beside)
+
+
+def _beside_title(
+    word: str,
+    title_word: str,
+    seen: _Seen,
+    titles: Mapping[str, set[str]],
+    title_words: Mapping[str, list[tuple[str, ...]]],
+    index: _Deletions,
+) -> bool:
+    """Is ``word`` written next to another word of a title that holds ``title_word`` (itself or misspelt)?"""
+    partners = {w for p in titles[title_word] for name in title_words[p] if title_word in name for w in name}
+    partners.discard(title_word)
+    partners = {w for w in partners if len(w) >= 4}
+    for neighbour in seen.beside.get(word, ()):
+        if neighbour in partners or any(w in partners for _, w in index.near(neighbour, 1)):
+            return True
+    return False
+
+
+def _aliases(
+    names: list[tuple[str, ...]], clusters: Mapping[str, Counter[str]], seen: _Seen, broken: Counter[str]
+) -> list[str]:
+    """The note's title with variant spellings put in, where the vault writes it that way (each pair of
+    neighbouring words seen side by side; a one-word title, the word itself)."""
+    found = []
+    for name in names[:1]:
+        options = [[w, *clusters[w]] if w in clusters else [w] for w in name]
+        for combo in itertools.islice(itertools.product(*options), 1, 50):
+            pairs = list(itertools.pairwise(w for w in combo if w not in STOPWORDS))
+            if (
+                pairs
+                and all(b in seen.beside.get(a, ()) for a, b in pairs)
+                or (len(combo) == 1 and (seen.count[combo[0]] or broken[combo[0]]))
+            ):
+                found.append(" ".join(w.capitalize() for w in combo))
+    return found

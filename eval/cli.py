@@ -12,7 +12,9 @@ from retriever.answer.base import Backend
 def eval_cmd(
     bundle: Path = typer.Argument(..., help="An indexed bundle (`vault2okf index`)."),
     golden: Path = typer.Option(..., "--golden", help="Golden set, JSON Lines (see golden/README.md)."),
-    out: Path = typer.Option(Path("reports"), "--out", help="Folder for the .md, .json and .png report."),
+    out: Path | None = typer.Option(
+        None, "--out", help="Folder for the .md, .json, .png and .html report (default: BUNDLE/reports)."
+    ),
     stem: str | None = typer.Option(None, "--stem", help="Report file name (default: eval-<golden name>)."),
     rankers: str = typer.Option(
         "", "--rankers", help="Also run union with these neighbour rankers (comma list, or 'all')."
@@ -28,8 +30,9 @@ def eval_cmd(
     """Compare vector top-k, graph walk and union on a golden set, at matched budgets; write reports."""
     from eval.harness import evaluate
 
+    out_dir = out if out is not None else bundle / "reports"  # never the project's own reports/ by default
     paths, summary = evaluate(
-        bundle, golden, out, stem or f"eval-{golden.stem}", rankers=rankers, answers=answers,
+        bundle, golden, out_dir, stem or f"eval-{golden.stem}", rankers=rankers, answers=answers,
         answer_method=answer_method, llm=llm, model=model, answer_tokens=answer_tokens,
         progress=lambda msg: typer.echo(msg, err=True),
     )  # fmt: skip

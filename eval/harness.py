@@ -8,6 +8,7 @@ from typing import Any
 
 from eval.errors import EvalError
 from eval.golden import Question, load_golden
+from eval.html import write_eval_html
 from eval.report import EvalReport, check_out_dir
 from eval.run import Method, RunResult, config_of, default_methods, run_methods
 from eval.scoring import AnswerScore, score_answer
@@ -57,6 +58,7 @@ def evaluate(
     report = EvalReport(str(golden), questions, result.run, result.budgets, pairs, config, scores,
                         title=f"Retrieval evaluation: {golden.stem}")  # fmt: skip
     paths = report.save(out, stem)
+    paths.append(write_eval_html(report.to_json(), out, stem, report.title))
     return paths, _summary(report.to_json())
 
 
@@ -88,8 +90,9 @@ def _answers(
     vocabulary |= {a for c in retriever.graph.concepts.values() for a in c.aliases}
     scored: dict[str, AnswerScore] = {}
     for q in questions:
-        answer = answerer.answer(q.question, context_notes(result.retrievals[method][q.id]))
-        scored[q.id] = score_answer(answer.text, q, known_entities=vocabulary)
+        notes = context_notes(result.retrievals[method][q.id], retriever.graph.concepts)
+        answer = answerer.answer(q.question, notes)
+        scored[q.id] = score_answer(answer, q, known_entities=vocabulary, context=notes)
         if progress:
             progress(f"answered {q.id}: {answer.text[:80]!r}")
     return {f"{method} -> {llm}:{getattr(answerer, 'model', model)}": scored}

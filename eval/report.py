@@ -13,6 +13,9 @@ from eval.errors import EvalError
 from eval.golden import Question, Tier
 from eval.metrics import Budgets, Run, compare, per_question, summarise, win_matrix
 from eval.scoring import AnswerScore, summarise_answers
+from eval.stats import paired
+
+HEADLINE = ("vector@5", "vector@10", "vector@15", "graph@5+hop[v15]", "hybrid@15")  # + the default: the bar chart
 
 HOW_TO_READ = (
     "**How to read this.** *Recall* is the fraction of a question's gold notes that a method retrieved, "
@@ -53,7 +56,10 @@ class EvalReport:
             "config": dict(self.config),
             "methods": summarise(self.questions, self.run, self.budgets),
             "questions": [self._with_answers(row) for row in rows],
-            "wins": {"pairs": compare(rows, list(self.pairs)), "matrix": win_matrix(rows, list(self.run))},
+            "wins": {
+                "pairs": _with_paired(compare(rows, list(self.pairs)), rows),
+                "matrix": win_matrix(rows, list(self.run)),
+            },
         }
         if self.answers is not None:
             data["answers"] = {m: summarise_answers(s, self.questions) for m, s in self.answers.items()}
@@ -78,12 +84,16 @@ class EvalReport:
         out = check_out_dir(Path(out_dir))
         out.mkdir(parents=True, exist_ok=True)
         data = self.to_json()
-        md, js, png = (out / f"{stem}{ext}" for ext in (".md", ".json", ".png"))
+        md, js, png, frontier = (out / f"{stem}{ext}" for ext in (".md", ".json", ".png", "-frontier.png"))
         md.write_text(render_markdown(data, self.title), encoding="utf-8", newline="\n")
         text = json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n"
         js.write_text(text, encoding="utf-8", newline="\n")
-        _plot(_core(data)["methods"], png, self.title)  # variants are in the tables, not the chart
-        return [md, js, png]
+        default = data["config"].get("default_method")
+        core = _core(data)["methods"]
+        headline = {m: v for m, v in core.items() if m in HEADLINE or m == default} or core
+        _plot(headline, png, self.title)  # every method is in the tables and on the frontier chart
+        _plot_frontier(core, frontier, self.title, default)
+        return [md, js, png, frontier]
 
 
 def check_out_dir(out: Path) -> Path:
@@ -100,6 +110,26 @@ def _plot(methods: Mapping[str, Any], path: Path, title: str) -> None:
         hint = "install it with: pip install 'vault2okf[eval]'"
         raise EvalError(f"the chart needs matplotlib ({e}); {hint}") from e
     plot_recall(methods, path, title=f"{title}: recall by tier")
+
+
+def _plot_frontier(methods: Mapping[str, Any], path: Path, title: str, default: str | None) -> None:
+    from eval.chart import plot_frontier  # matplotlib is checked by _plot first
+
+    plot_frontier(methods, path, default=default, title=f"{title}: recall against context tokens (dashed: frontier)")
+
+
+def _with_paired(pairs: list[dict[str, Any]], rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Each (a, b) pair with a paired test of a against b per tier and overall (eval/stats.py)."""
+    tiers = [t.value for t in Tier if t is not Tier.UNANSWERABLE and any(r["tier"] == t.value for r in rows)]
+    out = []
+    for pair in pairs:
+        a, b = pair["a"], pair["b"]
+        tests = {}
+        for tier in [*tiers, "overall"]:
+            chosen = [r for r in rows if tier == "overall" or r["tier"] == tier]
+            tests[tier] = paired([r["recall"][a] for r in chosen], [r["recall"][b] for r in chosen]).to_json()
+        out.append({**pair, "paired": tests})
+    return out
 
 
 def render_markdown(data: Mapping[str, Any], title: str) -> str:
@@ -195,7 +225,9 @@ def _recall_table(data: Mapping[str, Any]) -> str:
     rows = [[label, n, *(_num(s["recall"]) for s in scores)] for label, n, scores in _tier_rows(data)]
     rows.append(["budget: notes (mean)", "", *(f"{m['budget']['notes']:.1f}" for m in methods.values())])
     rows.append(["budget: tokens (mean)", "", *(f"{m['budget']['tokens']:,.0f}" for m in methods.values())])
-    return "## Recall by tier\n\n" + _table(["Tier", "n", *methods], rows)
+    default = data["config"].get("default_method")
+    header = [f"**{m}** (default)" if m == default else m for m in methods]
+    return "## Recall by tier\n\n" + _table(["Tier", "n", *header], rows)
 
 
 def _hit_mrr_table(data: Mapping[str, Any]) -> str:
@@ -235,7 +267,17 @@ def _pair_text(pair: Mapping[str, Any]) -> str:
             f"- {a} wins ({len(pair['wins'])}): {_ids(pair['wins'])}",
             f"- {a} loses ({len(pair['losses'])}): {_ids(pair['losses'])}",
             f"- ties: {pair['ties']}",
+            *(_paired_line(tier, test) for tier, test in pair.get("paired", {}).items()),
         ]
+    )
+
+
+def _paired_line(tier: str, test: Mapping[str, Any]) -> str:
+    verdict = test["verdict"] if test["verdict"] == "not significant" else f"{test['verdict']}, significant"
+    return (
+        f"- {tier}: mean recall gain {test['mean_diff']:+.3f}, 95% interval [{test['ci_low']:+.3f}, "
+        f"{test['ci_high']:+.3f}], sign test p = {test['p_sign']:.3f} ({test['wins']} won, {test['losses']} lost): "
+        f"**{verdict}**"
     )
 
 
@@ -261,7 +303,29 @@ def _answers_table(answers: Mapping[str, Mapping[str, Any]]) -> str:
         "misses; *wrong* answers claim something without naming any gold entity; *refusal* is the share of "
         "unanswerable questions answered with 'not found'."
     )
-    return f"## Answers\n\n{intro}\n\n" + _table(header, rows)
+    return f"## Answers\n\n{intro}\n\n" + _table(header, rows) + _grounding_table(answers)
+
+
+def _grounding_table(answers: Mapping[str, Mapping[str, Any]]) -> str:
+    """Citations and leaks over every question (structured answers; absent from older reports)."""
+    rows = []
+    for method, summary in answers.items():
+        r = summary.get("all", {})
+        if r.get("claims") is None:
+            continue
+        rows.append([method, str(r["n"]), str(r["claims"]), _num(r["cited"]), _num(r["cites_gold"]),
+                     str(r["leaked"]), f"{r['refused']} of {r['unanswerable']}"])  # fmt: skip
+    if not rows:
+        return ""
+    header = ["Method", "n", "claims", "claims citing a context note", "claims citing a gold note",
+              "answers with leaked template", "unanswerable refused"]  # fmt: skip
+    intro = (
+        "Every question. A *claim* is an answer that is not 'not found'; it cites a context note when at least "
+        "one of its citations names a note it was given, a gold note when one names a gold note of the question; "
+        "*leaked template* counts answers holding any of the prompt's own structure (turn markers, note tags, "
+        "`Question:` lines)."
+    )
+    return f"\n\n### Grounding\n\n{intro}\n\n" + _table(header, rows)
 
 
 def _answer_cells(rates: Mapping[str, Any]) -> list[str]:

@@ -54,9 +54,12 @@ def test_json_has_the_contract_keys():
         "vector@5": ["A.md", "B.md"],
         "graph@5+hop": ["A.md", "B.md", "C.md"],
     }
-    assert data["wins"]["pairs"] == [
-        {"a": "graph@5+hop", "b": "vector@5", "wins": ["q2", "q3"], "losses": [], "ties": 1}
-    ]
+    [pair] = data["wins"]["pairs"]
+    tests = pair.pop("paired")
+    assert pair == {"a": "graph@5+hop", "b": "vector@5", "wins": ["q2", "q3"], "losses": [], "ties": 1}
+    assert list(tests) == ["lookup", "synthesis", "overall"]
+    assert (tests["synthesis"]["wins"], tests["synthesis"]["losses"]) == (2, 0)
+    assert tests["synthesis"]["verdict"] == "not significant"  # two wins are not evidence
 
 
 def test_markdown_tier_table_rows():
@@ -105,12 +108,12 @@ def test_save_writes_three_files_with_identical_bytes(tmp_path):
     rep = report(answers=answers())
     first = rep.save(tmp_path / "a", "toy")
     second = rep.save(tmp_path / "b", "toy")
-    assert [p.name for p in first] == ["toy.md", "toy.json", "toy.png"]
+    assert [p.name for p in first] == ["toy.md", "toy.json", "toy.png", "toy-frontier.png"]
     for one, two in zip(first, second, strict=True):
         assert one.read_bytes() == two.read_bytes()
     text = first[1].read_text(encoding="utf-8")
     assert text.endswith("}\n") and json.loads(text) == json.loads(json.dumps(rep.to_json()))
-    assert first[2].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert first[2].read_bytes()[:8] == first[3].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert b"Software" not in first[2].read_bytes()
     assert first[0].read_text(encoding="utf-8") == rep.to_markdown()
 
@@ -130,3 +133,12 @@ def test_variants_get_rows_of_their_own_and_config_tables_render():
     assert "graph@5+hop:lexical" not in recall_header and "vector@5" in recall_header
     assert "| graph@5+hop:lexical | 1.00 | 0.33 | 0.56 | 5.0 | 1,000 |" in md
     assert "| vector@5 | 1.5 | 2 |" in md
+
+
+def test_markdown_says_when_a_win_is_not_significant_and_marks_the_default():
+    pairs = [("graph@5+hop", "vector@5")]
+    config = {"default_method": "graph@5+hop"}
+    md = EvalReport("golden/toy.jsonl", QUESTIONS, RUN, BUDGETS, pairs=pairs, config=config).to_markdown()
+    # synthesis: q2 1 against 2/3, q3 1/2 against 0: +0.417 on two questions
+    assert "- synthesis: mean recall gain +0.417" in md and "**not significant**" in md
+    assert "**graph@5+hop** (default)" in md.split("## Recall by tier")[1].split("\n")[2]

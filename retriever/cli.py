@@ -19,20 +19,27 @@ import typer
 
 from retriever.answer.base import Backend
 from retriever.rankers import RankerName
-from retriever.retrieve import DEFAULT_RANKER, Budget, Mode, Retriever, SearchSpec, Seeds
+from retriever.retrieve import DEFAULT_SPEC, Budget, Mode, Retriever, SearchSpec, Seeds
 
 BUNDLE = typer.Argument(..., help="A bundle written by `vault2okf convert`.")
 QUESTION = typer.Argument(..., help="The question.")
 CHROMA_URL = typer.Option(None, "--chroma-url", help="A Chroma server (http://host:port) instead of the bundle's.")
+D = DEFAULT_SPEC  # every default below is the default search's (retriever/retrieve.py)
 SEARCH_OPTIONS = (  # name, type, option: one definition for every command that searches
-    ("mode", Mode, typer.Option(Mode.UNION, "--mode", help="vector | graph (k=5 seeds + hop) | union (vector + hop).")),
-    ("k", int, typer.Option(10, "--k", min=1, help="Chunks from vector search (graph mode always seeds from 5).")),
-    ("max_notes", int, typer.Option(15, "--max-notes", min=1, help="Context budget: most notes (caps the hop).")),
-    ("max_tokens", int, typer.Option(6000, "--max-tokens", min=1, help="Context budget: most tokens (caps the hop).")),
-    ("ranker", RankerName, typer.Option(DEFAULT_RANKER, "--ranker", help="How the hop ranks neighbours.")),
-    ("seeds", Seeds, typer.Option(Seeds.DENSE, "--seeds", help="Vector stage: dense, or hybrid (dense + BM25).")),
+    ("mode", Mode, typer.Option(D.mode, "--mode", help="vector | graph (k=5 seeds + hop) | union (vector + hop).")),
+    ("k", int, typer.Option(D.k, "--k", min=1, help="Chunks from vector search (graph mode always seeds from 5).")),
+    ("max_notes", int, typer.Option(D.budget.notes, "--max-notes", min=1, help="Most notes of context.")),
+    ("max_tokens", int, typer.Option(D.budget.tokens, "--max-tokens", min=1, help="Most tokens of context.")),
+    ("match_vector", int, typer.Option(D.budget.match or 0, "--match-vector", min=0,
+        help="Cap the hop at what vector search at this k spends on the question (0: no such cap).")),
+    ("ranker", RankerName, typer.Option(D.ranker, "--ranker", help="How the hop ranks neighbours.")),
+    ("seeds", Seeds, typer.Option(D.seeds, "--seeds", help="Vector stage: dense, or hybrid (dense + BM25).")),
+    ("dedup", bool, typer.Option(D.dedup, "--dedup/--no-dedup", help="Vector stage takes k notes, not k chunks.")),
     ("sessions", bool, typer.Option(
-        True, "--sessions/--no-sessions", help="Offer the previous/next session of a retrieved session to the hop.")),
+        D.sessions, "--sessions/--no-sessions", help="Offer the previous/next session of a retrieved session.")),
+    ("mentions", bool, typer.Option(
+        D.mentions, "--mentions/--no-mentions", help="Offer the sessions that name or link a retrieved note.")),
+    ("named", bool, typer.Option(D.named, "--named/--no-named", help="Offer the notes the question names.")),
 )  # fmt: skip
 
 
@@ -47,7 +54,7 @@ def search_options(command: Callable[..., None]) -> Callable[..., None]:
     @functools.wraps(command)
     def with_spec(**values: Any) -> None:
         options = {name: values.pop(name) for name, _, _ in SEARCH_OPTIONS}
-        budget = Budget(options.pop("max_notes"), options.pop("max_tokens"))
+        budget = Budget(options.pop("max_notes"), options.pop("max_tokens"), options.pop("match_vector") or None)
         command(**values, spec=SearchSpec(**options, budget=budget))
 
     with_spec.__signature__ = inspect.Signature([p.replace(kind=keyword) for p in params])  # type: ignore[attr-defined]

@@ -116,6 +116,11 @@ def _member(enum: type[StrEnum], value: object, what: str) -> Any:
         raise RetrieverError(f"unknown {what} {value!r}; choose one of {', '.join(enum)}") from None
 
 
+DEFAULT_SPEC = SearchSpec(Mode.UNION, 10, Seeds.DENSE, DEFAULT_RANKER, True, Budget(notes=15, tokens=6000, match=15))
+"""What ``search``, ``ask``, ``chat`` and the tools do with no options: chosen blind, leave one vault out, by
+``scripts/select_default.py`` (reports/ranker-selection.md). The hop never spends more than vector@15 would."""
+
+
 @dataclass(frozen=True)
 class Hit:
     note_id: str

@@ -17,8 +17,8 @@ import json
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -28,6 +28,7 @@ from markdown_it import MarkdownIt
 
 from retriever.errors import RetrieverError
 from retriever.okf import check_bundle, read_bundle
+from retriever.retrieve import Budget, Mode, Retriever, SearchSpec
 
 
 class ToolError(RetrieverError):
@@ -58,6 +59,7 @@ class ToolResult:
     text: str
     is_error: bool
     ms: float
+    notes: tuple[str, ...] = ()  # ids of the notes the result showed the model, in order (for "notes read")
 
     @property
     def chars(self) -> int:
@@ -201,31 +203,40 @@ _LINK = re.compile(r"!?\[([^[\]\n]*)\]\((?:[^()\n]|\([^()\n]*\))*\)")  # [label]
 class BundleTools:
     """The tools over one bundle; thread-safe (a server may run calls side by side)."""
 
-    def __init__(self, bundle: Path, *, chroma_url: str | None = None, limits: Limits | None = None) -> None:
+    def __init__(
+        self,
+        bundle: Path,
+        *,
+        chroma_url: str | None = None,
+        limits: Limits | None = None,
+        spec: SearchSpec | None = None,
+        retriever: Retriever | None = None,
+    ) -> None:
+        """``spec`` is the search the model's ``mode`` and ``k`` adjust (budget, ranker, seeds: the CLI's options);
+        ``retriever``, one already open on this bundle (``ask --agent`` reuses its own), else one opens lazily."""
         with read_bundle(bundle):  # exists, has okf.duckdb, a schema this code reads
             pass
         self.bundle = Path(bundle)
         self.limits = limits or Limits()
         self.chroma_url = chroma_url
+        self.spec = spec or SearchSpec(budget=Budget(15, 6000))  # the defaults of `vault2okf search`
         self._con = _connect(check_bundle(bundle))
         self._db_lock = threading.Lock()
         self._retriever_lock = threading.Lock()
-        self._retriever: Any = None
+        self._retriever: Retriever | None = retriever
         self._graph: Any = None
         self._ids: dict[str, str] | None = None
 
     # -- the tools ---------------------------------------------------------------------------------------------
 
     def search(self, query: str, mode: str = "union", k: int = 10) -> dict[str, Any]:
-        from retriever.retrieve import Budget, Mode, SearchSpec
-
         if not str(query).strip():
             raise ToolError("query is empty: say in words what to look for")
         if not 1 <= int(k) <= self.limits.max_k:
             raise ToolError(f"k must be between 1 and {self.limits.max_k}, not {k}")
         if mode not in ("vector", "graph", "union"):
             raise ToolError(f"unknown mode {mode!r}: use 'vector', 'graph' or 'union'")
-        spec = SearchSpec(mode=Mode(mode), k=int(k), budget=Budget(15, 6000))
+        spec = replace(self.spec, mode=Mode(mode), k=int(k))
         retrieval = self.retriever().search(str(query), spec)
         hits = [self._hit(h) for h in retrieval.hits]
         payload = {"query": query, "mode": mode, "k": k, "hits": hits}
@@ -329,7 +340,7 @@ class BundleTools:
 
     def _shrink_schema(self, payload: dict[str, Any]) -> dict[str, Any]:
         """Under a small cap, give up the example rows, then the column meanings, then the examples."""
-        steps: list[tuple[str, Callable[[], None]]] = [
+        steps: list[tuple[str, Callable[[], object]]] = [
             ("example rows", lambda: [e.pop("rows") for e in payload["examples"]]),
             ("column meanings", lambda: payload.update(tables=_compact_tables(payload["tables"]))),
             ("examples", lambda: payload.pop("examples")),
@@ -350,12 +361,36 @@ class BundleTools:
         """Run ``tool`` with ``arguments``; an error of any kind the model caused becomes ``Error: ...`` text."""
         args = dict(arguments or {})
         start = time.perf_counter()
+        notes: tuple[str, ...] = ()
         try:
             payload = self.run(tool, args)
             text, is_error = json.dumps(payload, ensure_ascii=False, default=str), False
+            notes = self.notes_in(tool, payload)
         except RetrieverError as e:
             text, is_error = f"Error: {e}", True
-        return ToolResult(tool, args, text, is_error, round((time.perf_counter() - start) * 1000, 2))
+        return ToolResult(tool, args, text, is_error, round((time.perf_counter() - start) * 1000, 2), notes)
+
+    def notes_in(self, tool: str, payload: Mapping[str, Any]) -> tuple[str, ...]:
+        """The ids of the notes a result shows: hits, the note read, its neighbours, ids among SQL values."""
+        if tool == "search":
+            found = [h["id"] for h in payload["hits"]]
+        elif tool == "read_note":
+            found = [payload["id"]]
+        elif tool == "neighbours":
+            linked = [*payload["out_links"], *payload["backlinks"], *payload["adjacent_sessions"]]
+            found = [payload["id"], *(n["id"] for n in linked if n.get("id"))]
+        elif tool == "sql":
+            known = set(self._id_index().values())
+            found = [v for row in payload["rows"] for v in row if isinstance(v, str) and v in known]
+        else:
+            found = []
+        return tuple(dict.fromkeys(found))
+
+    def vault_paths(self, ids: Iterable[str]) -> dict[str, str]:
+        """Concept id -> vault path (what golden sets name), for the ids that exist."""
+        wanted = list(dict.fromkeys(ids))
+        rows = self.select("SELECT id, vault_path FROM concepts WHERE list_contains(?, id)", [wanted])
+        return dict(rows)
 
     def run(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
         spec = TOOL_SPECS.get(tool)
@@ -378,12 +413,10 @@ class BundleTools:
 
     # -- what the tools share ----------------------------------------------------------------------------------
 
-    def retriever(self) -> Any:
+    def retriever(self) -> Retriever:
         """The opened retriever (Chroma + embedder), loaded on the first search only."""
         with self._retriever_lock:
             if self._retriever is None:
-                from retriever.retrieve import Retriever
-
                 try:
                     self._retriever = Retriever.open(self.bundle, chroma_url=self.chroma_url, graph=self.graph())
                 except RetrieverError as e:
@@ -631,3 +664,20 @@ def iter_specs() -> Iterator[tuple[str, str, dict[str, Any]]]:
     """(name, description, JSON Schema of the arguments) of every tool, for a model's tool list."""
     for name, spec in TOOL_SPECS.items():
         yield name, spec["description"], spec["parameters"]
+
+
+def tool_call_schema(tools: Iterable[str] | None = None) -> dict[str, Any]:
+    """JSON Schema of one call ``{"tool": NAME, "arguments": {...}}`` of any of ``tools`` (default: all), so a
+    grammar-constrained local model can only emit a well-formed call."""
+    names = list(tools) if tools is not None else list(TOOL_SPECS)
+    options = []
+    for name in names:
+        params = TOOL_SPECS[name]["parameters"]
+        arguments = {"type": "object", "properties": params["properties"], "required": params.get("required", [])}
+        options.append({
+            "type": "object",
+            "properties": {"tool": {"const": name}, "arguments": {**arguments, "additionalProperties": False}},
+            "required": ["tool", "arguments"],
+            "additionalProperties": False,
+        })  # fmt: skip
+    return {"anyOf": options}

@@ -274,3 +274,51 @@ def test_search_returns_ids_headings_and_capped_snippets(bundle: Path, minilm) -
     assert small.call("search", {"query": "key", "mode": "sideways"}).is_error
     assert small.call("search", {"query": "   "}).is_error
     assert small.search("candles", mode="vector", k=1)["hits"][0]["via"] == "vector"
+    called = small.call("search", {"query": "the crypt door"})
+    assert called.notes == tuple(h["id"] for h in json.loads(called.text)["hits"])
+
+
+@pytest.mark.slow
+def test_search_takes_the_callers_spec_and_retriever(bundle: Path, minilm) -> None:  # noqa: ANN001
+    from retriever.index import index_bundle
+    from retriever.retrieve import Budget, Retriever, SearchSpec
+
+    index_bundle(bundle, embedder_name="minilm", progress=False)
+    opened = Retriever.open(bundle)
+    wide = BundleTools(bundle, retriever=opened)
+    narrow = BundleTools(bundle, retriever=opened, spec=SearchSpec(budget=Budget(notes=1)))
+    assert len(wide.search("a bronze key for the crypt", k=1)["hits"]) > 1  # the hop adds neighbours
+    assert len(narrow.search("a bronze key for the crypt", k=1)["hits"]) == 1
+    assert wide.retriever() is opened
+
+
+def test_results_name_the_notes_they_showed(tools: BundleTools) -> None:
+    read = tools.call("read_note", {"id": "widow hale"})
+    assert read.notes == ("People/Widow Hale",)
+    near = tools.call("neighbours", {"id": "Places/Old Graveyard"})
+    assert set(near.notes) == {"Places/Old Graveyard", "Sessions/Session 4", "People/Morrow"}
+    rows = tools.call("sql", {"query": "SELECT source_id, raw FROM links WHERE target_id = 'Places/Old Graveyard'"})
+    assert set(rows.notes) == {"Sessions/Session 4", "People/Morrow"}
+    assert tools.call("schema", {}).notes == () and tools.call("read_note", {"id": "nope"}).notes == ()
+    assert tools.vault_paths(["People/Morrow", "nope"]) == {"People/Morrow": "People/Morrow.md"}
+
+
+def test_one_call_schema_admits_only_well_formed_calls() -> None:
+    import jsonschema
+    from llama_cpp.llama_grammar import LlamaGrammar
+
+    from retriever.tools import tool_call_schema
+
+    schema = tool_call_schema()
+    jsonschema.validate({"tool": "sql", "arguments": {"query": "SELECT 1"}}, schema)
+    jsonschema.validate({"tool": "schema", "arguments": {}}, schema)
+    for bad in (
+        {"tool": "sql", "arguments": {"q": "SELECT 1"}},
+        {"tool": "rm", "arguments": {}},
+        {"tool": "read_note", "arguments": {}},
+        {"tool": "search", "arguments": {"query": "x", "k": "ten"}},
+    ):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(bad, schema)
+    # llama.cpp turns it into a grammar, so a small local model can only emit such calls
+    LlamaGrammar.from_json_schema(json.dumps(tool_call_schema(["search", "read_note"])), verbose=False)

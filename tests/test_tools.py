@@ -104,6 +104,8 @@ def test_sql_caps_rows_and_says_so(tools: BundleTools) -> None:
     assert result["rows"][-1] == [49]
     assert "LIMIT" in result["truncated"]
     assert tools.sql("SELECT range FROM range(50)").get("truncated") is None
+    top = tools.sql("SELECT range FROM range(1000) ORDER BY range DESC")["rows"]
+    assert top[0] == [999] and top[-1] == [950]  # the cap keeps the query's order
 
 
 def test_sql_time_cap_stops_the_query_and_the_connection_still_works(bundle: Path) -> None:

@@ -21,7 +21,7 @@ def eval_cmd(
     ),
     answers: bool = typer.Option(False, "--answers", help="Also generate and score answers (slow)."),
     answer_method: str = typer.Option(
-        "union@10+hop[v15]", "--answer-method", help="Which method's context to answer from."
+        "default", "--answer-method", help="Which method's context to answer from."
     ),
     llm: Backend = typer.Option(Backend.LLAMA, "--llm", help="Answerer for --answers: llama or bedrock."),
     model: str | None = typer.Option(None, "--model", help="GGUF path (llama) or model ID (bedrock)."),

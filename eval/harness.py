@@ -10,13 +10,14 @@ from eval.errors import EvalError
 from eval.golden import Question, load_golden
 from eval.html import write_eval_html
 from eval.report import EvalReport, check_out_dir
-from eval.run import Method, RunResult, config_of, default_methods, run_methods
+from eval.run import DEFAULT, Method, RunResult, config_of, default_methods, run_methods
 from eval.scoring import AnswerScore, score_answer
 from retriever.graph import load_graph
 from retriever.rankers import RANKERS
 from retriever.retrieve import DEFAULT_RANKER, Retriever
 
 PAIRS = (
+    ("default", "vector@15"),
     ("union@10+hop[v15]", "vector@15"),
     ("union@5+hop[v10]", "vector@10"),
     ("graph@5+hop[v15]", "vector@15"),
@@ -32,7 +33,7 @@ def evaluate(
     *,
     rankers: str = "",
     answers: bool = False,
-    answer_method: str = "union@10+hop[v15]",
+    answer_method: str = DEFAULT,
     llm: str = "llama",
     model: str | None = None,
     answer_tokens: int = 160,
@@ -51,7 +52,8 @@ def evaluate(
         _answers(retriever, questions, result, answer_method, llm, model, answer_tokens, progress) if answers else None
     )
     config = config_of(methods, {
-        "bundle": bundle.name, "embedder": retriever.embedder.name, "default_ranker": DEFAULT_RANKER,
+        "bundle": bundle.name, "embedder": retriever.embedder.name, "default_method": DEFAULT,
+        "default_ranker": DEFAULT_RANKER,
         "latency_ms_excluding_query_embedding": result.latency_summary(),
     })  # fmt: skip
     pairs = [p for p in PAIRS if all(m in result.run for m in p)]

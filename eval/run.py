@@ -1,6 +1,7 @@
 """Run every retrieval method over every golden question in one pass, at matched budgets.
 
 Methods (names are what the report's JSON uses):
+- ``default``: exactly what ``search`` and ``ask`` do with no options (``retrieve.DEFAULT_SPEC``);
 - ``vector@5``, ``vector@10``, ``vector@15``: top-k chunks grouped into notes;
 - ``graph@5+hop[v10]``, ``graph@5+hop[v15]``: 5 vector seeds + a hop capped, question by question, at the notes
   and tokens ``vector@10`` / ``vector@15`` spent on that question;
@@ -19,7 +20,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from eval.golden import Question
-from retriever.retrieve import DEFAULT_RANKER, Budget, Mode, Retrieval, Retriever, SearchSpec, Seeds
+from retriever.retrieve import DEFAULT_RANKER, DEFAULT_SPEC, Budget, Mode, Retrieval, Retriever, SearchSpec, Seeds
+
+DEFAULT = "default"  # the method that is what `search` and `ask` do with no options
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,7 @@ def default_methods(ranker: str = DEFAULT_RANKER, rankers: Sequence[str] = (), h
         Method("vector@5", SearchSpec(Mode.VECTOR, 5)),
         Method("vector@10", SearchSpec(Mode.VECTOR, 10)),
         Method("vector@15", SearchSpec(Mode.VECTOR, 15)),
+        Method(DEFAULT, DEFAULT_SPEC),
         Method("graph@5+hop[v10]", SearchSpec(Mode.GRAPH, 5, ranker=ranker), "vector@10"),
         Method("graph@5+hop[v15]", SearchSpec(Mode.GRAPH, 5, ranker=ranker), "vector@15"),
         union("union@5+hop[v10]", 5, "vector@10"),
@@ -120,7 +124,8 @@ def config_of(methods: Sequence[Method], extra: dict[str, Any]) -> dict[str, Any
         m.name: {"mode": m.spec.mode.value, "k": m.spec.k,
                  "budget": f"matched to {m.matched_to}" if m.matched_to else "none",
                  "ranker": m.spec.ranker if m.spec.mode is not Mode.VECTOR else None, "seeds": m.spec.seeds.value,
-                 "adjacent_sessions": m.spec.sessions}
+                 "adjacent_sessions": m.spec.sessions, "mentions": m.spec.mentions, "named": m.spec.named,
+                 "dedup": m.spec.dedup}
         for m in methods
     }  # fmt: skip
     return {**extra, "methods": described}

@@ -28,7 +28,7 @@ from markdown_it import MarkdownIt
 
 from retriever.errors import RetrieverError
 from retriever.okf import check_bundle, read_bundle
-from retriever.retrieve import Budget, Mode, Retriever, SearchSpec
+from retriever.retrieve import DEFAULT_SPEC, Mode, Retriever, SearchSpec
 
 
 class ToolError(RetrieverError):
@@ -219,7 +219,7 @@ class BundleTools:
         self.bundle = Path(bundle)
         self.limits = limits or Limits()
         self.chroma_url = chroma_url
-        self.spec = spec or SearchSpec(budget=Budget(15, 6000))  # the defaults of `vault2okf search`
+        self.spec = spec or DEFAULT_SPEC  # what `vault2okf search` does with no options
         self._con = _connect(check_bundle(bundle))
         self._db_lock = threading.Lock()
         self._retriever_lock = threading.Lock()

@@ -134,6 +134,9 @@ def test_two_bundles_need_a_bundle_name_and_nothing_loads_a_model(bundle: Path, 
         assert unknown.is_error and "list_bundles" in unknown.content[0].text
         uris = {str(r.uri) for r in (await client.list_resources()).resources}
         assert {"okf://children-of-ash/SKILL.md", "okf://children-of-ash-2/SKILL.md"} <= uris
+        for outside in ("okf://children-of-ash/../../../etc/passwd", "okf://children-of-ash/okf.duckdb"):
+            with pytest.raises(Exception, match="not found|Unknown resource"):  # only the listed files are served
+                await client.read_resource(outside)
 
     session([str(bundle), str(other), str(bundle)], tmp_path / "stderr.txt", body)  # a path given twice: once
 

@@ -232,6 +232,10 @@ class BundleTools:
     def search(self, query: str, mode: str = "union", k: int = 10) -> dict[str, Any]:
         if not str(query).strip():
             raise ToolError("query is empty: say in words what to look for")
+        if len(query) > self.limits.query_chars:
+            raise ToolError(
+                f"the query is {len(query)} characters; the most is {self.limits.query_chars}: say it shorter"
+            )
         if not 1 <= int(k) <= self.limits.max_k:
             raise ToolError(f"k must be between 1 and {self.limits.max_k}, not {k}")
         if mode not in ("vector", "graph", "union"):
@@ -244,6 +248,8 @@ class BundleTools:
 
     def read_note(self, id: str, heading: str | None = None) -> dict[str, Any]:  # noqa: A002 - the tool's word
         note_id = self._resolve(id)
+        if heading is None and "#" in id:  # 'Note#Heading', as links write it (Obsidian allows no '#' in names)
+            heading = unquote(id.split("#", 1)[1]).replace("-", " ") or None
         row = self.select(
             "SELECT id, type, title, description, doc_path, tags, aliases, session_date, session_number, "
             "frontmatter FROM concepts WHERE id = ?",
@@ -615,7 +621,8 @@ def _sections(text: str) -> list[tuple[str, int, str]]:
 
 
 def _fold_heading(heading: str) -> str:
-    return _SPACE.sub(" ", re.sub(r"[#*_`\"“”]", "", unquote(heading))).strip().casefold()
+    """A heading compared without case, punctuation or markup: 'Act 1, Session 0' = 'act-1-session-0'."""
+    return _SPACE.sub(" ", re.sub(r"[^\w\s]|_", " ", unquote(heading).replace("-", " "))).strip().casefold()
 
 
 def _sql_error(e: Exception) -> str:

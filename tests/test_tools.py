@@ -173,6 +173,8 @@ def test_read_note_by_id_title_or_path_and_one_section(tools: BundleTools) -> No
     assert "Sells candles" in note["text"] and "---" not in note["text"]  # the body, frontmatter given as fields
     section = tools.read_note("People/Widow Hale", heading="secrets")["text"]
     assert section.startswith("## Secrets") and "Bronze Key" in section and "Sells candles" not in section
+    assert tools.read_note("People/Widow Hale#Secrets")["text"] == section  # an anchor as links write it
+    assert tools.read_note("../People/Widow%20Hale.md#secrets")["text"] == section
 
 
 def test_read_note_errors_name_the_way_out(tools: BundleTools) -> None:
@@ -219,6 +221,7 @@ def test_call_turns_every_mistake_into_error_text(tools: BundleTools) -> None:
         ("read_note", {"id": 3}, "must be a string"),
         ("search", {"query": "x", "k": "ten"}, "whole number"),
         ("search", {"q": "x"}, "unknown argument"),
+        ("search", {"query": "x" * 20_000}, "say it shorter"),
     ]
     for tool, args, says in cases:
         result = tools.call(tool, args)

@@ -2,6 +2,11 @@
 
 `BUNDLE/.vault2okf/index.json` records the embedder and collection the index was built with, so `search`
 and `ask` embed questions with the same model (`read_index_info`, `open_index`).
+
+Beside it, `table-COLLECTION.npz` holds a copy of the collection (every chunk's id, note, text, tokens and
+vector) and the note hashes it was built from, stamped with the Chroma data's fingerprint
+(`store.chroma_fingerprint`). While the stamp matches, `open_table` reads the copy instead of importing chromadb,
+and an `index` whose notes all hash the same returns before any embedder or Chroma client loads.
 """
 
 import hashlib
@@ -11,13 +16,16 @@ import time
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from retriever.chunk import Chunk, chunk_note
-from retriever.embed import DEFAULT_EMBEDDER, Embedder, get_embedder
+from retriever.embed import DEFAULT_EMBEDDER, Embedder, check_embedder, get_embedder
+from retriever.embed import embedder_name as name_of_embedder
 from retriever.errors import RetrieverError
 from retriever.lock import bundle_lock, check_no_stranded_index
+from retriever.memory import ChunkTable
 from retriever.okf import concept_texts
-from retriever.store import ChunkStore, collection_name, open_client
+from retriever.store import ChunkStore, chroma_fingerprint, collection_name, default_chroma_path, open_client
 
 MAX_TOKENS = 400
 MIN_TOKENS = 40
@@ -78,14 +86,25 @@ def index_bundle(
     any point resumes where it stopped. Holds the bundle lock: one convert or index of a bundle at a time.
     """
     batch = batch_size or _batch_from_env()  # a bad value fails before the model loads
+    check_embedder(embedder_name)  # an unknown name or missing BGE-M3 weights fail before the bundle is locked
     with bundle_lock(bundle_dir, "indexing"):
         check_no_stranded_index(bundle_dir)
-        return _index(bundle_dir, embedder_name, chroma_path, chroma_url, progress, device, batch)
+        started = time.perf_counter()
+        concepts = load_concepts(bundle_dir)
+        note_hashes = {cid: note_hash(title, body) for cid, title, body in concepts}
+        done = None if chroma_url else _nothing_changed(bundle_dir, embedder_name, chroma_path, note_hashes)
+        if done is not None:
+            seconds = _since(started)
+            return IndexResult(done.collection, done.notes, done.chunks, 0, 0, done.chunks, seconds, done.embedder)
+        spec = embedder_name
+        return _index(bundle_dir, concepts, note_hashes, spec, chroma_path, chroma_url, progress, device, batch)
 
 
 def _index(
     bundle_dir: Path | str,
-    embedder_name: str,
+    concepts: list[tuple[str, str, str]],
+    note_hashes: dict[str, str],
+    embedder_spec: str,
     chroma_path: Path | str | None,
     chroma_url: str | None,
     progress: bool,
@@ -93,12 +112,10 @@ def _index(
     batch_size: int,
 ) -> IndexResult:
     started = time.perf_counter()
-    concepts = load_concepts(bundle_dir)
     client = open_client(bundle_dir, path=chroma_path, url=chroma_url)  # a bad URL or server fails before the model
-    embedder = get_embedder(embedder_name, device=device)
+    embedder = get_embedder(embedder_spec, device=device)
     name = _reuse_collection(bundle_dir, embedder.name) or collection_name(bundle_id(bundle_dir), embedder.name)
     store = ChunkStore(client, name)
-    note_hashes = {cid: note_hash(title, body) for cid, title, body in concepts}
     stored = store.stored_metadata()
     keep = store.unchanged_notes(note_hashes, stored)
     chunks = chunk_concepts([c for c in concepts if c[0] not in keep])
@@ -112,9 +129,81 @@ def _index(
         stored=stored,
     )
     total = len(chunks) + sum(1 for meta in stored.values() if meta.get("note_id") in keep)
-    _write_info(bundle_dir, _info(embedder, name, chroma_path, chroma_url, len(concepts), total))
-    seconds = round(time.perf_counter() - started, 3)
+    info = _info(embedder, name, chroma_path, chroma_url, len(concepts), total)
+    if not chroma_url:
+        _save_table(bundle_dir, info, store, note_hashes)
+    _write_info(bundle_dir, info)
+    seconds = _since(started)
     return IndexResult(name, len(concepts), total, stats.added, stats.removed, stats.unchanged, seconds, embedder.name)
+
+
+def _since(started: float) -> float:
+    return round(time.perf_counter() - started, 3)
+
+
+def table_path(bundle_dir: Path | str, collection: str) -> Path:
+    return Path(bundle_dir) / ".vault2okf" / f"table-{collection}.npz"
+
+
+def _chroma_dir(bundle_dir: Path | str, chroma_path: Path | str | None) -> Path:
+    return Path(chroma_path).resolve() if chroma_path else default_chroma_path(bundle_dir).resolve()
+
+
+def _save_table(bundle_dir: Path | str, info: IndexInfo, store: ChunkStore, note_hashes: dict[str, str]) -> None:
+    """Save the collection as it is now, stamped with its fingerprint, taken before the copy and checked after it
+    (a write in between leaves no table: the next `index` writes one)."""
+    chroma_dir = _chroma_dir(bundle_dir, info.chroma_path)
+    before = chroma_fingerprint(chroma_dir, info.collection)
+    path = table_path(bundle_dir, info.collection)
+    path.unlink(missing_ok=True)  # a table of an older state must never outlive it
+    if before is None:
+        return
+    table = ChunkTable.from_store(store)
+    if chroma_fingerprint(chroma_dir, info.collection) != before or len(table.ids) != info.chunks:
+        return
+    meta = {"fingerprint": before, "chroma_dir": str(chroma_dir), "info": asdict(info), "note_hashes": note_hashes}
+    table.save(path, meta)
+
+
+def _cached_table(bundle_dir: Path | str, info: IndexInfo) -> tuple[ChunkTable, dict[str, Any]] | None:
+    """The saved table of the recorded index while Chroma still holds exactly what it was copied from."""
+    if info.chroma_url:
+        return None
+    path = table_path(bundle_dir, info.collection)
+    if not path.is_file():
+        return None
+    loaded = ChunkTable.load(path)
+    if loaded is None:
+        return None
+    chroma_dir = _chroma_dir(bundle_dir, info.chroma_path)
+    table, meta = loaded
+    saved = meta.get("info", {})
+    same_index = (saved.get("collection"), saved.get("embedder_spec")) == (info.collection, info.embedder_spec)
+    if not same_index or meta.get("chroma_dir") != str(chroma_dir):
+        return None
+    if meta.get("fingerprint") != chroma_fingerprint(chroma_dir, info.collection):
+        return None
+    return table, meta
+
+
+def _nothing_changed(
+    bundle_dir: Path | str, spec: str, chroma_path: Path | str | None, note_hashes: dict[str, str]
+) -> IndexInfo | None:
+    """The recorded index when it was built by this embedder into this Chroma folder from exactly these notes and
+    Chroma still holds what it held then: nothing to embed, remove or refresh."""
+    try:
+        info = read_index_info(bundle_dir)
+    except RetrieverError:
+        return None
+    wanted_path = str(Path(chroma_path).resolve()) if chroma_path else None
+    if info.chroma_url or info.chroma_path != wanted_path or info.embedder != name_of_embedder(spec):
+        return None
+    if (info.max_tokens, info.min_tokens) != (MAX_TOKENS, MIN_TOKENS):
+        return None
+    cached = _cached_table(bundle_dir, info)
+    if cached is None or cached[1].get("note_hashes") != note_hashes:
+        return None
+    return info
 
 
 def _batch_from_env() -> int:
@@ -181,6 +270,23 @@ def read_index_info(bundle_dir: Path | str) -> IndexInfo:
         return IndexInfo(**json.loads(path.read_text(encoding="utf-8")))
     except (ValueError, TypeError) as e:
         raise RetrieverError(f"{path} is unreadable ({e}): run `vault2okf index {bundle_dir}` again.") from e
+
+
+def open_table(
+    bundle_dir: Path | str, *, chroma_url: str | None = None
+) -> tuple[IndexInfo, ChunkTable, ChunkStore | None]:
+    """The recorded index's chunk table: the saved copy while it matches Chroma (no store then, and chromadb is
+    never imported), else read from the Chroma collection (and that store)."""
+    info = read_index_info(bundle_dir)
+    if not chroma_url or chroma_url == info.chroma_url:
+        cached = _cached_table(bundle_dir, info)
+        if cached is not None:
+            return info, cached[0], None
+    client = open_client(bundle_dir, path=info.chroma_path, url=chroma_url or info.chroma_url)
+    store = ChunkStore(client, info.collection)
+    if info.chunks and not store.count():
+        raise RetrieverError(f"Collection {info.collection} is empty: run `vault2okf index {bundle_dir}` again.")
+    return info, ChunkTable.from_store(store), store
 
 
 def open_index(

@@ -1,14 +1,19 @@
 """What retrieval keeps in memory per process: every chunk's text and vector, BM25 indexes, link-context vectors.
 
 The chunk table is copied from the Chroma collection when a bundle is opened (docs/adr-003-in-memory-vectors.md),
-so the hop scores hundreds of neighbours in a few milliseconds with numpy instead of round trips to Chroma. The
-BM25 indexes and the link-context vectors are built on first use (``Retriever.prepare`` builds them before timing).
+so the hop scores hundreds of neighbours in a few milliseconds with numpy instead of round trips to Chroma; the
+vector stage is an exact top-k over the same table. `index` saves the table beside the index (``save``/``load``),
+so a new process opens it without chromadb. The BM25 indexes and the link-context vectors are built on first use
+(``Retriever.prepare`` builds them before timing).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import re
+import zipfile
 from collections import defaultdict
 from dataclasses import dataclass
 from functools import cached_property
@@ -19,7 +24,9 @@ import numpy as np
 
 from retriever.embed import Embedder
 from retriever.graph import NoteGraph
-from retriever.store import ChunkStore
+from retriever.store import ChunkHit, ChunkStore
+
+TABLE_FORMAT = 1  # the layout of a saved table; another number is not read
 
 _WORD = re.compile(r"\w\w+")
 _STOP = frozenset(
@@ -66,6 +73,60 @@ class ChunkTable:
             rows_of=dict(rows_of),
         )
 
+    def nearest(self, qvec: np.ndarray, k: int) -> list[ChunkHit]:
+        """The ``k`` chunks most similar to ``qvec`` (cosine: rows and question are unit vectors), best first.
+
+        Exact, over every chunk: what an approximate (HNSW) index returns when it finds the true neighbours.
+        Equal similarities keep table order, so the result does not change from run to run.
+        """
+        n = len(self.ids)
+        if k <= 0 or n == 0:
+            return []
+        sims = self.vectors @ np.asarray(qvec, dtype=np.float32)
+        top = np.argpartition(-sims, k - 1)[:k] if k < n else np.arange(n)
+        rows = sorted(top.tolist(), key=lambda r: (-float(sims[r]), r))
+        return [
+            ChunkHit(self.ids[r], self.note_ids[r], float(sims[r]), self.texts[r], int(self.tokens[r])) for r in rows
+        ]
+
+    def save(self, path: Path, meta: dict[str, Any]) -> None:
+        """Write the table and ``meta`` (what it was made from) to one ``.npz``, atomically: a reader, or a run
+        killed here, sees the old file or the new one."""
+        arrays = {
+            "vectors": np.ascontiguousarray(self.vectors, dtype=np.float32),
+            "tokens": self.tokens,
+            "meta": _blob([json.dumps({**meta, "format": TABLE_FORMAT}, sort_keys=True)])[0],
+        }
+        for key, values in (("ids", self.ids), ("note_ids", self.note_ids), ("texts", self.texts)):
+            arrays[key], arrays[f"{key}_ends"] = _blob(values)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        part = path.with_name(f"{path.name}.part-{os.getpid()}.npz")
+        try:
+            np.savez(part, **arrays)  # type: ignore[arg-type]
+            os.replace(part, path)
+        finally:
+            part.unlink(missing_ok=True)
+
+    @classmethod
+    def load(cls, path: Path) -> tuple[ChunkTable, dict[str, Any]] | None:
+        """A table saved by ``save`` and its meta; None when the file is missing, unreadable or of another format."""
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                meta = json.loads(bytes(data["meta"]).decode())
+                if meta.get("format") != TABLE_FORMAT:
+                    return None
+                ids, notes, texts = (_unblob(data[key], data[f"{key}_ends"]) for key in ("ids", "note_ids", "texts"))
+                vectors = np.ascontiguousarray(data["vectors"], dtype=np.float32)
+                tokens = np.asarray(data["tokens"], dtype=np.int64)
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):  # a damaged file is no table
+            return None
+        if not (len(ids) == len(notes) == len(texts) == len(tokens) == len(vectors)):
+            return None
+        rows_of: dict[str, list[int]] = defaultdict(list)
+        for row, note in enumerate(notes):
+            rows_of[note].append(row)
+        return cls(ids, notes, texts, tokens, vectors, dict(rows_of)), meta
+
     def best_chunk(self, note_id: str, qvec: np.ndarray) -> tuple[int, float] | None:
         """(row, similarity) of the note's chunk closest to the question."""
         rows = self.rows_of.get(note_id)
@@ -74,6 +135,19 @@ class ChunkTable:
         sims = self.vectors[rows] @ qvec
         best = int(np.argmax(sims))
         return rows[best], float(sims[best])
+
+
+def _blob(values: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Strings as one UTF-8 byte array and the end offset of each (no pickles, no fixed-width padding)."""
+    encoded = [v.encode() for v in values]
+    ends = np.cumsum([len(e) for e in encoded], dtype=np.int64) if encoded else np.zeros(0, dtype=np.int64)
+    return np.frombuffer(b"".join(encoded), dtype=np.uint8), ends
+
+
+def _unblob(blob: np.ndarray, ends: np.ndarray) -> list[str]:
+    raw = blob.tobytes()
+    starts = [0, *ends[:-1].tolist()]
+    return [raw[a:b].decode() for a, b in zip(starts, ends.tolist(), strict=True)]
 
 
 def _chunk_no(chunk_id: str) -> int:

@@ -7,6 +7,7 @@ embedder, and Chroma never tries to download its own model.
 
 import hashlib
 import re
+import sqlite3
 import sys
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -77,6 +78,33 @@ def open_client(bundle_dir: Path | str, *, path: Path | str | None = None, url: 
     location = Path(path) if path else default_chroma_path(bundle_dir)
     location.mkdir(parents=True, exist_ok=True)
     return chromadb.PersistentClient(path=str(location), settings=settings)
+
+
+def chroma_fingerprint(chroma_dir: Path | str, collection: str) -> str | None:
+    """What changes whenever anything is written to the collection, read without chromadb; None when unknown.
+
+    The persistent client keeps every write in ``chroma.sqlite3``: each add, upsert, update or delete gets the
+    next sequence number, which the collection's metadata segment records as its ``max_seq_id`` once applied.
+    The collection's id, that number and its row count identify what it holds. The file is opened read-only
+    (a plain read through chromadb rewrites it); a layout this code does not know gives None, never a guess.
+    """
+    path = Path(chroma_dir) / "chroma.sqlite3"
+    if not path.is_file():
+        return None
+    try:
+        con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=1.0)
+        try:
+            row = con.execute(
+                "SELECT c.id, m.seq_id, (SELECT count(*) FROM embeddings e WHERE e.segment_id = s.id) "
+                "FROM collections c JOIN segments s ON s.collection = c.id AND s.scope = 'METADATA' "
+                "JOIN max_seq_id m ON m.segment_id = s.id WHERE c.name = ?",
+                (collection,),
+            ).fetchone()
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return None
+    return None if row is None else f"{row[0]}:{row[1]}:{row[2]}"
 
 
 def _parse_url(url: str) -> tuple[str, int, bool]:
@@ -186,7 +214,8 @@ class ChunkStore:
     ) -> None:
         from tqdm import tqdm
 
-        with tqdm(total=len(chunks), unit="chunk", desc="embed", file=sys.stderr, disable=not progress) as bar:
+        bar_off = not progress or not sys.stderr.isatty()  # a bar only for a person watching a terminal
+        with tqdm(total=len(chunks), unit="chunk", desc="embed", file=sys.stderr, disable=bar_off) as bar:
             for batch in _batches(chunks, batch_size):
                 vectors = embedder.embed_documents([chunk.text for chunk in batch])
                 self.collection.upsert(

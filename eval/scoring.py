@@ -3,7 +3,10 @@
 Entities match case- and accent-insensitively on word boundaries. Precision counts the known entities an
 answer names (a vocabulary such as every note title and alias), leaving out the ones the question itself
 names, so restating the subject is not a false positive. An honest "not found" (the one rule that ``ask --json``
-uses too, ``retriever.answer.refusal``) is counted apart from a confident wrong answer.
+uses too, ``retriever.answer.refusal``, read from ``Answer.not_found`` when the answer is a structured one) is
+counted apart from a confident wrong answer. A structured answer is also checked for grounding: whether it
+cites at least one note of its context (`cited`), whether it cites a gold note (`cites_gold`; a gold path is
+a note ID plus `.md`), and whether any of the prompt's own structure leaked into it (`leaked`).
 """
 
 from __future__ import annotations
@@ -16,8 +19,10 @@ from typing import Any
 
 from eval.golden import Question
 from eval.metrics import by_tier, mean
+from retriever.answer.base import Answer, ContextNote
 from retriever.answer.refusal import fold as normalise
 from retriever.answer.refusal import is_not_found
+from retriever.answer.structured import leaks_template
 
 
 @dataclass(frozen=True)
@@ -30,6 +35,11 @@ class AnswerScore:
     not_found: bool
     correct_refusal: bool | None
     wrong: bool
+    cited: bool | None = None  # a claim citing >= 1 note of its context; None for "not found" or plain text
+    cites_gold: bool | None = None  # a claim citing a gold note (answerable questions)
+    leaked: bool = False  # prompt structure (turn markers, note tags, "Question:" lines) in the answer
+    answer: str = ""  # the answer text scored, and its citations as `note_id#heading` (structured answers)
+    citations: tuple[str, ...] = ()
 
 
 @lru_cache(maxsize=4096)
@@ -56,11 +66,25 @@ def mentioned_entities(text: str, vocabulary: Iterable[str]) -> set[str]:
     return found
 
 
-def score_answer(answer_text: str, question: Question, *, known_entities: set[str]) -> AnswerScore:
-    """Score one answer against the question's answer_entities (see the module docstring)."""
+def score_answer(
+    answer: str | Answer,
+    question: Question,
+    *,
+    known_entities: set[str],
+    context: Sequence[ContextNote] = (),
+) -> AnswerScore:
+    """Score one answer (plain text, or a structured `Answer` and the notes it was given; see the module docstring)."""
+    answer_text = answer if isinstance(answer, str) else answer.text
     gold = question.answer_entities
     entity_recall = mean(float(mentions(answer_text, e)) for e in gold) if gold else None
-    not_found = is_not_found(answer_text)
+    not_found = is_not_found(answer) if isinstance(answer, str) else answer.not_found
+    cited = cites_gold = None
+    if isinstance(answer, Answer) and not not_found:
+        context_ids = {n.note_id for n in context}
+        cited_ids = {c.note_id for c in answer.citations if c.note_id in context_ids}
+        cited = bool(cited_ids)
+        gold_ids = {path.removesuffix(".md") for path in question.gold}
+        cites_gold = bool(cited_ids & gold_ids) if question.answerable else None
     return AnswerScore(
         entity_recall=entity_recall,
         precision=_precision(answer_text, question, known_entities),
@@ -68,6 +92,11 @@ def score_answer(answer_text: str, question: Question, *, known_entities: set[st
         not_found=not_found,
         correct_refusal=None if question.answerable else not_found,
         wrong=not not_found and (not question.answerable or entity_recall == 0.0),
+        cited=cited,
+        cites_gold=cites_gold,
+        leaked=leaks_template(answer_text),
+        answer=answer_text,
+        citations=() if isinstance(answer, str) else tuple(c.ref for c in answer.citations),
     )
 
 
@@ -81,12 +110,13 @@ def _precision(answer_text: str, question: Question, known_entities: set[str]) -
 
 
 def summarise_answers(scores: Mapping[str, AnswerScore], questions: Sequence[Question]) -> dict[str, Any]:
-    """`{"tiers": {tier: rates}, "overall": rates}` over the scored questions; overall is answerable only."""
+    """`{"tiers": {tier: rates}, "overall": rates, "all": rates}`; overall is answerable only, all is every question."""
     scored = [q for q in questions if q.id in scores]
     answerable = [q for q in scored if q.answerable]
     return {
         "tiers": {tier.value: _rates(group, scores) for tier, group in by_tier(scored).items()},
         "overall": _rates(answerable, scores),
+        "all": _rates(scored, scores),
     }
 
 
@@ -102,4 +132,10 @@ def _rates(questions: Sequence[Question], scores: Mapping[str, AnswerScore]) -> 
         "not_found": mean(float(s.not_found) for s in rows),
         "wrong": mean(float(s.wrong) for s in rows),
         "refusal": mean(float(bool(s.correct_refusal)) for s in refusals),
+        "refused": sum(bool(s.correct_refusal) for s in refusals),
+        "unanswerable": len(refusals),
+        "claims": sum(not s.not_found for s in rows),
+        "cited": mean(float(s.cited) for s in rows if s.cited is not None),
+        "cites_gold": mean(float(s.cites_gold) for s in rows if s.cites_gold is not None),
+        "leaked": sum(s.leaked for s in rows),
     }

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from retriever.answer.base import Answer, Answerer, ContextNote
-from retriever.answer.refusal import is_not_found
 from retriever.retrieve import Hit, Retrieval
 
 
@@ -23,8 +22,9 @@ class AskResult:
         return {
             "question": self.question,
             "answer": self.answer.text,
-            "not_found": is_not_found(self.answer.text),
-            "citations": [{"title": c.title, "path": c.path} for c in self.answer.citations],
+            "not_found": self.answer.not_found,
+            "supported": self.answer.supported,
+            "citations": [{**c.to_json(), "ref": c.ref} for c in self.answer.citations],
             "retrieved": [hit_json(h) for h in self.retrieval.hits],
             "retrieval": {
                 "mode": self.retrieval.mode,
@@ -46,10 +46,17 @@ def hit_json(hit: Hit) -> dict[str, Any]:
     return data
 
 
-def context_notes(retrieval: Retrieval) -> list[ContextNote]:
-    return [
-        ContextNote(h.note_id, h.title, h.doc_path, h.text, h.via, h.score, h.session_label) for h in retrieval.hits
-    ]
+def context_notes(retrieval: Retrieval, concepts: Mapping[str, Any] | None = None) -> list[ContextNote]:
+    """The retrieved notes as the answerer sees them; `concepts` (the graph's) adds type and session number/date."""
+    notes = []
+    for h in retrieval.hits:
+        c = concepts.get(h.note_id) if concepts else None
+        notes.append(ContextNote(
+            h.note_id, h.title, h.doc_path, h.text, h.via, h.score, h.session_label,
+            type=getattr(c, "type", None) or None, session_number=getattr(c, "session_number", None),
+            session_date=getattr(c, "session_date", None),
+        ))  # fmt: skip
+    return notes
 
 
 def ask(
@@ -57,9 +64,11 @@ def ask(
     retrieve: Callable[[str], Retrieval],
     answerer: Answerer,
     on_token: Callable[[str], None] | None = None,
+    concepts: Mapping[str, Any] | None = None,
 ) -> AskResult:
+    """Retrieve, then answer from the retrieved notes; `concepts` (the graph's) enriches what the prompt shows."""
     retrieval = retrieve(question)
     start = time.perf_counter()
-    answer = answerer.answer(question, context_notes(retrieval), on_token=on_token)
+    answer = answerer.answer(question, context_notes(retrieval, concepts), on_token=on_token)
     timings = {**retrieval.timings, "answer_ms": round((time.perf_counter() - start) * 1000, 1)}
     return AskResult(question, answer, retrieval, timings)

@@ -17,7 +17,7 @@ from typing import Any
 
 import typer
 
-from retriever.answer.base import Backend
+from retriever.answer.base import Answer, Backend
 from retriever.rankers import RankerName
 from retriever.retrieve import DEFAULT_SPEC, Budget, Mode, Retriever, SearchSpec, Seeds
 
@@ -142,13 +142,29 @@ def ask_cmd(
     if notice:
         typer.echo(f"note: {notice}", err=True)
     stream = None if as_json else _print_token
-    result = ask(question, lambda q: retriever.search(q, spec), answerer, on_token=stream)
+    concepts = retriever.graph.concepts
+    result = ask(question, lambda q: retriever.search(q, spec), answerer, on_token=stream, concepts=concepts)
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
         return
     typer.echo("")
+    for line in render_sources(result.answer):
+        typer.echo(line)
     for hit in result.retrieval.hits:
         typer.echo(f"  [{hit.via}] {hit.title} ({hit.doc_path})", err=True)
+
+
+def render_sources(answer: Answer) -> list[str]:
+    """What follows the streamed answer text: the "Sources" list, or why there is none."""
+    if answer.not_found:
+        return []
+    if not answer.citations:
+        return ["", "(unsupported: this answer cites no note of its context — do not rely on it)"]
+    lines = ["", "Sources:"]
+    for number, c in enumerate(answer.citations, start=1):
+        anchor = f"#{c.heading}" if c.heading else ""
+        lines.append(f"  [{number}] {c.label} — {c.path}{anchor}")
+    return lines
 
 
 def _check_question(question: str) -> None:

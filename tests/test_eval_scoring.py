@@ -2,6 +2,7 @@ import pytest
 
 from eval.golden import Question, Tier
 from eval.scoring import AnswerScore, mentions, score_answer, summarise_answers
+from retriever.answer.base import Answer, Citation, ContextNote
 from retriever.answer.refusal import is_not_found
 
 EEVEE = Question(
@@ -21,8 +22,8 @@ def score(text: str, question: Question = EEVEE, known: set[str] = KNOWN) -> Ans
 
 
 def test_exact_answer_restating_the_subject_keeps_precision():
-    result = score("Eevee evolves into Vaporeon, Jolteon and Flareon.")
-    assert result == AnswerScore(1.0, 1.0, True, False, None, False)
+    text = "Eevee evolves into Vaporeon, Jolteon and Flareon."
+    assert score(text) == AnswerScore(1.0, 1.0, True, False, None, False, answer=text)
 
 
 def test_padding_the_list_lowers_precision():
@@ -95,11 +96,12 @@ def test_not_not_found(text):
 
 def test_not_found_on_answerable_is_a_miss_not_wrong():
     result = score("I could not find that in the vault.")
-    assert result == AnswerScore(0.0, None, False, True, None, False)
+    assert result == AnswerScore(0.0, None, False, True, None, False, answer="I could not find that in the vault.")
 
 
 def test_unanswerable_refusal_and_confabulation():
-    assert score("Not found in the vault.", DRAGON) == AnswerScore(None, None, False, True, True, False)
+    refusal = AnswerScore(None, None, False, True, True, False, answer="Not found in the vault.")
+    assert score("Not found in the vault.", DRAGON) == refusal
     wrong = score("The dragon is Charizard.", DRAGON)
     assert (wrong.correct_refusal, wrong.wrong, wrong.precision) == (False, True, 0.0)
 
@@ -125,6 +127,9 @@ def test_summarise_answers_per_tier():
             "not_found": 0.0,
             "wrong": 0.0,
             "refusal": None,
+            **NO_GROUNDING,
+            "claims": 1,
+            "unanswerable": 0,
         }
     )
     unanswerable = result["tiers"]["unanswerable"]
@@ -136,6 +141,10 @@ def test_summarise_answers_per_tier():
         "not_found": 0.5,
         "wrong": 0.5,
         "refusal": 0.5,
+        **NO_GROUNDING,
+        "refused": 1,
+        "unanswerable": 2,
+        "claims": 1,
     }
     assert result["overall"] == pytest.approx(
         {
@@ -146,5 +155,42 @@ def test_summarise_answers_per_tier():
             "not_found": 0.5,
             "wrong": 0.0,
             "refusal": None,
+            **NO_GROUNDING,
+            "claims": 1,
+            "unanswerable": 0,
         }
     )
+    assert result["all"]["n"] == 4 and result["all"]["claims"] == 2
+    assert (result["all"]["refused"], result["all"]["unanswerable"]) == (1, 2)
+
+
+NO_GROUNDING = {"refused": 0, "cited": None, "cites_gold": None, "leaked": 0}  # plain-text answers
+
+
+def structured(text, notes, *citations, flag=False):
+    cites = tuple(Citation(n.title, n.path, n.note_id) for n in citations)
+    base = {"finish_reason": "stop", "prompt_tokens": 1, "completion_tokens": 1, "seconds": 0.1, "model": "m"}
+    return Answer(text, cites, **base, not_found=flag)
+
+
+V = ContextNote("p/V", "Vaporeon", "concepts/p/V.md", "Vaporeon.", "vector", 0.9)
+X = ContextNote("p/X", "Other", "concepts/p/X.md", "Other.", "hop", 0.1)
+
+
+def test_structured_answer_grounding():
+    cited_gold = score_answer(structured("Vaporeon", [V, X], V), EEVEE, known_entities=KNOWN, context=[V, X])
+    assert (cited_gold.cited, cited_gold.cites_gold, cited_gold.leaked) == (True, True, False)
+    assert cited_gold.citations == ("p/V",)
+    other = score_answer(structured("Vaporeon", [V, X], X), EEVEE, known_entities=KNOWN, context=[V, X])
+    assert (other.cited, other.cites_gold) == (True, False)
+    outside = score_answer(structured("Vaporeon", [X], V), EEVEE, known_entities=KNOWN, context=[X])
+    assert outside.cited is False  # a citation to a note it was not given does not count
+    leaked = score_answer(structured("Vaporeon</note>", [V], V), EEVEE, known_entities=KNOWN, context=[V])
+    assert leaked.leaked
+
+
+def test_structured_not_found_flag_is_what_the_scorer_counts():
+    refusal = score_answer(structured("Nothing here.", [V], flag=True), DRAGON, known_entities=KNOWN, context=[V])
+    assert refusal.not_found and refusal.correct_refusal and refusal.cited is None
+    claim = score_answer(structured("not found in the vault", [V], V), DRAGON, known_entities=KNOWN, context=[V])
+    assert not claim.not_found and claim.wrong  # Answer.not_found said no: a claim, whatever the text

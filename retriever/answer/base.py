@@ -38,20 +38,41 @@ class ContextNote:
     via: str
     score: float
     session_label: str | None = None
+    type: str | None = None  # the OKF concept type (`session`, `person`, ...), when the graph knows it
+    session_number: int | None = None
+    session_date: str | None = None  # ISO date of a session note
 
 
 @dataclass(frozen=True)
 class Citation:
+    """A note (and optionally one of its sections) that an answer rests on: `note_id#heading`."""
+
     title: str
     path: str
+    note_id: str = ""
+    heading: str = ""  # plain heading text ("Loot"), "" for the note as a whole
 
     @property
     def url(self) -> str:
-        """The path percent-encoded, as written in a markdown link."""
-        return quote(self.path, safe="/")
+        """The path percent-encoded, as written in a markdown link, with `#heading` when there is one."""
+        anchor = "#" + quote(self.heading, safe="") if self.heading else ""
+        return quote(self.path, safe="/") + anchor
+
+    @property
+    def ref(self) -> str:
+        """`note_id#heading` (or the note ID alone)."""
+        return f"{self.note_id}#{self.heading}" if self.heading else self.note_id
+
+    @property
+    def label(self) -> str:
+        """The title, then the section: `Session 3 › Loot`."""
+        return f"{self.title} › {self.heading}" if self.heading else self.title
 
     def to_markdown(self) -> str:
-        return f"[{self.title}]({self.url})"
+        return f"[{self.label}]({self.url})"
+
+    def to_json(self) -> dict[str, str]:
+        return {"note_id": self.note_id, "heading": self.heading, "title": self.title, "path": self.path}
 
 
 @dataclass(frozen=True)
@@ -63,6 +84,13 @@ class Answer:
     completion_tokens: int
     seconds: float
     model: str
+    not_found: bool = False  # the one rule of `refusal.not_found`, decided when the answer was parsed
+    raw: str = ""  # what the model returned before parsing (JSON for the structured backends)
+
+    @property
+    def supported(self) -> bool:
+        """A claim that cites at least one note of its context."""
+        return bool(self.citations) and not self.not_found
 
 
 class Answerer(Protocol):

@@ -1,17 +1,26 @@
-"""Answer backend: Amazon Bedrock through boto3 `bedrock-runtime` Converse."""
+"""Answer backend: Amazon Bedrock through boto3 `bedrock-runtime` Converse.
+
+The answer comes back as the input of one forced tool, `answer`, whose JSON Schema (`structured.json_schema`)
+is the answer contract with `note_id` and `heading` enums of the context; a model that writes text instead is
+parsed as JSON text the same way. Citations outside the context are dropped either way.
+"""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from retriever.answer.base import Answer, AnswerError, ContextNote
-from retriever.answer.prompt import DEFAULT_PER_NOTE_TOKENS, build_messages, extract_citations
+from retriever.answer.prompt import DEFAULT_PER_NOTE_TOKENS, build_messages, note_headings
+from retriever.answer.structured import json_schema, parse
 
 RETRYABLE = frozenset({"ThrottlingException", "ServiceUnavailableException", "ModelNotReadyException"})
-FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}
+FINISH = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "stop", "max_tokens": "length"}
+TOOL = "answer"
+TOOL_DESCRIPTION = "Give the answer to the question from the notes, with the notes (and sections) it comes from."
 NO_CREDENTIALS = (
     "no AWS credentials found — run `aws configure` or set AWS_PROFILE (or AWS_ACCESS_KEY_ID and "
     "AWS_SECRET_ACCESS_KEY) before using the bedrock backend"
@@ -50,11 +59,14 @@ class BedrockAnswerer:
     def request(self, question: str, notes: Sequence[ContextNote]) -> dict[str, Any]:
         """The Converse request for this question (public so its shape can be inspected)."""
         system, user = build_messages(question, notes, self.per_note_tokens)
+        schema = json_schema(notes, {n.note_id: note_headings(n) for n in notes})
+        spec = {"name": TOOL, "description": TOOL_DESCRIPTION, "inputSchema": {"json": schema}}
         return {
             "modelId": self.model,
-            "system": [{"text": system}],
+            "system": [{"text": system + f"\nGive the reply through the `{TOOL}` tool."}],
             "messages": [{"role": "user", "content": [{"text": user}]}],
             "inferenceConfig": {"maxTokens": self.max_tokens, "temperature": self.temperature},
+            "toolConfig": {"tools": [{"toolSpec": spec}], "toolChoice": {"tool": {"name": TOOL}}},
         }
 
     def answer(
@@ -67,17 +79,20 @@ class BedrockAnswerer:
         """Ask Converse; `on_token` (if given) gets the whole text at once: Converse is not streamed."""
         start = time.perf_counter()
         response = self._converse(self.request(question, notes))
-        text, finish, prompt_tokens, completion_tokens = parse_response(response)
-        if on_token is not None and text:
-            on_token(text)
+        reply, finish, prompt_tokens, completion_tokens = parse_response(response)
+        parsed = parse(reply, notes, {n.note_id: note_headings(n) for n in notes})
+        if on_token is not None and parsed.text:
+            on_token(parsed.text)
         return Answer(
-            text=text,
-            citations=extract_citations(text, notes),
-            finish_reason=finish,
+            text=parsed.text,
+            citations=parsed.citations,
+            finish_reason=finish if parsed.valid else "invalid",
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
             seconds=time.perf_counter() - start,
             model=self.model,
+            not_found=parsed.not_found,
+            raw=reply if isinstance(reply, str) else json.dumps(reply, ensure_ascii=False),
         )
 
     def _converse(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -115,13 +130,16 @@ def make_client(region: str | None, profile: str | None) -> Any:
     return session.client("bedrock-runtime", region_name=region, config=config)
 
 
-def parse_response(response: dict[str, Any]) -> tuple[str, str, int, int]:
-    """(text, finish reason, input tokens, output tokens) from a Converse response."""
+def parse_response(response: dict[str, Any]) -> tuple[str | dict[str, Any], str, int, int]:
+    """(the `answer` tool's input, else the text; finish reason; input tokens; output tokens) from Converse."""
     content = response.get("output", {}).get("message", {}).get("content", [])
-    text = "".join(block["text"] for block in content if "text" in block)
+    tool_inputs = [b["toolUse"].get("input") for b in content if b.get("toolUse", {}).get("name") == TOOL]
+    reply: str | dict[str, Any] = next((i for i in tool_inputs if isinstance(i, dict)), None) or "".join(
+        block["text"] for block in content if "text" in block
+    )
     stop = response.get("stopReason", "")
     usage = response.get("usage", {})
-    return text, FINISH.get(stop, stop), usage.get("inputTokens", 0), usage.get("outputTokens", 0)
+    return reply, FINISH.get(stop, stop), usage.get("inputTokens", 0), usage.get("outputTokens", 0)
 
 
 def error_code(error: Exception) -> str:

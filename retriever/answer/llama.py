@@ -1,26 +1,40 @@
-"""Answer backend: a local Gemma GGUF through llama-cpp-python (CPU, or Vulkan with `n_gpu_layers`)."""
+"""Answer backend: a local Gemma GGUF through llama-cpp-python (CPU, or Vulkan with `n_gpu_layers`).
+
+The reply is generated under a grammar (`structured.gbnf`): one JSON object whose citations can only name
+notes of the context. The model is loaded once, on the first answer, with a context sized to that prompt
+(never more than `n_ctx`); a later, longer prompt grows it. One answerer serves any number of questions.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from retriever.answer.base import Answer, AnswerError, ContextNote
-from retriever.answer.prompt import DEFAULT_PER_NOTE_TOKENS, build_messages, extract_citations
+from retriever.answer.prompt import DEFAULT_PER_NOTE_TOKENS, build_messages, note_headings
+from retriever.answer.structured import AnswerStream, gbnf, parse
+from retriever.tokens import count_tokens
 
 log = logging.getLogger(__name__)
 
 ENV_MODEL = "VAULT2OKF_GGUF"
+ENV_THREADS = "VAULT2OKF_LLAMA_THREADS"  # overrides the physical-core count (e.g. 1 on a machine under load)
 END_OF_TURN = "<end_of_turn>"
 BIGGER_MODEL_HINT = f"point at a bigger Gemma GGUF with --model /path/gemma-3-4b-it-Q4_K_M.gguf (or set {ENV_MODEL})"
 TINY_MODEL_NOTICE = (
     "using the packaged Gemma 3 270M GGUF: a tiny base model, fine for checking the pipeline but not for "
     f"good answers — {BIGGER_MODEL_HINT}"
 )
+REPLY_CUE = "JSON reply:\n"
+REPEAT_PENALTY = 1.15
+CTX_STEP = 512  # context sizes are rounded up to this
+_LOOP_PERIODS = range(1, 33)  # a reply whose last 3 x p tokens repeat with period p is looping
 
 
 def gemma_prompt(system: str, user: str) -> str:
@@ -29,13 +43,40 @@ def gemma_prompt(system: str, user: str) -> str:
 
 
 def completion_prompt(system: str, user: str) -> str:
-    """For a base model with no chat template (the packaged 270M): plain text that an answer continues."""
-    return f"{system}\n\n{user}\n\nAnswer:"
+    """For a base model with no chat template (the packaged 270M): plain text ending where the JSON starts."""
+    return f"{system}\n\n{user}\n\n{REPLY_CUE}"
 
 
 def has_chat_template(llm: Any) -> bool:
     """Whether the GGUF carries a chat template (instruction-tuned builds do; base models do not)."""
     return any("chat_template" in key for key in getattr(llm, "metadata", {}) or {})
+
+
+def default_threads() -> int:
+    """$VAULT2OKF_LLAMA_THREADS, else the physical cores."""
+    configured = os.environ.get(ENV_THREADS, "").strip()
+    if configured.isdigit() and int(configured) > 0:
+        return int(configured)
+    return physical_cores()
+
+
+def physical_cores() -> int:
+    """Cores this process may run on, halved when SMT siblings are visible (llama.cpp gains nothing from them)."""
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, usable // _threads_per_core())
+
+
+def _threads_per_core() -> int:
+    try:
+        siblings = Path("/sys/devices/system/cpu/cpu0/topology/thread_siblings_list").read_text()
+    except OSError:
+        return 1
+    return max(1, sum(len(range(*_span(part))) for part in siblings.strip().split(",") if part))
+
+
+def _span(part: str) -> tuple[int, int]:
+    low, _, high = part.partition("-")
+    return int(low), int(high or low) + 1
 
 
 def default_model_path() -> tuple[Path, str | None]:
@@ -61,7 +102,11 @@ def resolve_model_path(model_path: str | Path | None) -> tuple[Path, str | None]
 
 
 class LlamaAnswerer:
-    """Grounded answers from a local GGUF; `notice` is set when the tiny packaged model is used."""
+    """Grounded, structured answers from a local GGUF; `notice` is set when the tiny packaged model is used.
+
+    `n_ctx` is the largest context the answerer will use; the context actually allocated fits the prompts
+    seen so far. `n_threads` defaults to the physical cores, `n_batch` is the prompt-processing batch.
+    """
 
     def __init__(
         self,
@@ -72,17 +117,35 @@ class LlamaAnswerer:
         temperature: float = 0.0,
         per_note_tokens: int = DEFAULT_PER_NOTE_TOKENS,
         verbose: bool = False,
+        n_threads: int | None = None,
+        n_batch: int = 1024,
+        repeat_penalty: float = REPEAT_PENALTY,
     ) -> None:
         self.model_path, self.notice = resolve_model_path(model_path)
         if self.notice:
             log.info(self.notice)
         self.model = self.model_path.name
         self.n_ctx = n_ctx
+        self.n_gpu_layers = n_gpu_layers
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.per_note_tokens = per_note_tokens
-        self._llm = load_llama(self.model_path, n_ctx=n_ctx, n_gpu_layers=n_gpu_layers, verbose=verbose)
-        self.prompt_style = "chat" if has_chat_template(self._llm) else "completion"
+        self.verbose = verbose
+        self.n_threads = n_threads or default_threads()
+        self.n_batch = n_batch
+        self.repeat_penalty = repeat_penalty
+        self._llm: Any = None
+        self.context_size = 0  # tokens of the context allocated now (0 before the first answer)
+        self.loads = 0
+
+    @property
+    def prompt_style(self) -> str:
+        return "chat" if self._llm is not None and has_chat_template(self._llm) else "completion"
+
+    def prompt(self, question: str, notes: Sequence[ContextNote]) -> str:
+        """The exact prompt text for this question (public so it can be inspected)."""
+        render = gemma_prompt if self.prompt_style == "chat" else completion_prompt
+        return render(*build_messages(question, notes, self.per_note_tokens))
 
     def answer(
         self,
@@ -91,26 +154,49 @@ class LlamaAnswerer:
         *,
         on_token: Callable[[str], None] | None = None,
     ) -> Answer:
-        render = gemma_prompt if self.prompt_style == "chat" else completion_prompt
-        prompt = render(*build_messages(question, notes, self.per_note_tokens))
-        prompt_tokens = self._check_fits(prompt)
+        """One structured answer; `on_token` gets the answer text as it is generated (never the JSON)."""
+        if self._llm is None:  # first answer: size the context from an estimate, load once
+            estimate = count_tokens(completion_prompt(*build_messages(question, notes, self.per_note_tokens)))
+            self._load(self._context_for(estimate * 3 // 2))
+        prompt = self.prompt(question, notes)
+        prompt_tokens = self._fit(prompt)
+        headings = {n.note_id: note_headings(n) for n in notes}
+        grammar = _grammar(gbnf(notes, headings), self.verbose)
         start = time.perf_counter()
-        if on_token is None:
-            text, finish, completion_tokens = self._complete(prompt)
-        else:
-            text, finish, completion_tokens = self._stream(prompt, on_token)
+        stream = AnswerStream() if on_token is not None else None
+        raw, finish, completion_tokens = self._generate(prompt, prompt_tokens, grammar, stream, on_token)
+        parsed = parse(raw, notes, headings)
+        if stream is not None and on_token is not None:
+            rest = stream.finish(parsed.text)
+            if rest:
+                on_token(rest)
         return Answer(
-            text=text,
-            citations=extract_citations(text, notes),
-            finish_reason=finish,
+            text=parsed.text,
+            citations=parsed.citations,
+            finish_reason=finish if parsed.valid else "invalid",
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
             seconds=time.perf_counter() - start,
             model=self.model,
+            not_found=parsed.not_found,
+            raw=raw,
         )
 
-    def _check_fits(self, prompt: str) -> int:
-        """Prompt tokens as llama.cpp counts them; an error if prompt plus answer overflow the context."""
+    def _context_for(self, prompt_tokens: int) -> int:
+        need = prompt_tokens + self.max_tokens
+        return min(self.n_ctx, -(-need // CTX_STEP) * CTX_STEP)
+
+    def _load(self, n_ctx: int) -> None:
+        self._llm = None  # free the old context before allocating the new one
+        self._llm = load_llama(
+            self.model_path, n_ctx=n_ctx, n_gpu_layers=self.n_gpu_layers, verbose=self.verbose,
+            n_threads=self.n_threads, n_batch=min(self.n_batch, n_ctx),
+        )  # fmt: skip
+        self.context_size = n_ctx
+        self.loads += 1
+
+    def _fit(self, prompt: str) -> int:
+        """Prompt tokens as llama.cpp counts them; grows the context if needed, an error past `n_ctx`."""
         count = len(self._llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=True))
         if count + self.max_tokens > self.n_ctx:
             raise AnswerError(
@@ -118,32 +204,73 @@ class LlamaAnswerer:
                 f"context of {self.n_ctx} — raise --n-ctx, retrieve less (--max-notes, --max-tokens) or lower "
                 "--answer-tokens"
             )
+        if count + self.max_tokens > self.context_size:
+            self._load(self._context_for(count))
         return count
 
-    def _complete(self, prompt: str) -> tuple[str, str, int]:
-        result = self._llm.create_completion(prompt, **self._options())
-        choice = result["choices"][0]
-        return choice["text"], choice["finish_reason"] or "stop", result["usage"]["completion_tokens"]
-
-    def _stream(self, prompt: str, on_token: Callable[[str], None]) -> tuple[str, str, int]:
-        """Stream pieces to `on_token`; streamed chunks carry no usage, so the text is re-tokenized."""
+    def _generate(
+        self,
+        prompt: str,
+        prompt_tokens: int,
+        grammar: Any,
+        stream: AnswerStream | None,
+        on_token: Callable[[str], None] | None,
+    ) -> tuple[str, str, int]:
+        """Raw reply text, finish reason and completion tokens; streams decoded answer text to `on_token`."""
         pieces: list[str] = []
         finish = "stop"
-        for piece, reason in _chunks(self._llm.create_completion(prompt, stream=True, **self._options())):
+        options = self._options(prompt_tokens)
+        chunks = self._llm.create_completion(prompt, stream=True, grammar=grammar, **options)
+        for piece, reason in _chunks(chunks):
             if piece:
                 pieces.append(piece)
-                on_token(piece)
+                if stream is not None and on_token is not None:
+                    shown = stream.feed(piece)
+                    if shown:
+                        on_token(shown)
             finish = reason or finish
-        text = "".join(pieces)
-        tokens = len(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)) if text else 0
-        return text, finish, min(tokens, self.max_tokens)
+        raw = "".join(pieces)
+        tokens = len(self._llm.tokenize(raw.encode("utf-8"), add_bos=False, special=True)) if raw else 0
+        return raw, finish, min(tokens, self.max_tokens)
 
-    def _options(self) -> dict[str, Any]:
+    def _options(self, prompt_tokens: int) -> dict[str, Any]:
+        from llama_cpp import StoppingCriteriaList
+
         return {
             "max_tokens": self.max_tokens,
             "temperature": self.temperature,
-            "stop": [END_OF_TURN, "\nQuestion:", "\nAnswer:", "<note"],
+            "repeat_penalty": self.repeat_penalty,
+            "stop": [END_OF_TURN, "<eos>"],
+            "stopping_criteria": StoppingCriteriaList([_LoopStop(prompt_tokens)]),
         }
+
+
+class _LoopStop:
+    """Stop when the newest tokens repeat one short unit over and over (`- The Party` x 31)."""
+
+    def __init__(self, prompt_tokens: int) -> None:
+        self.prompt_tokens = prompt_tokens
+
+    def __call__(self, input_ids: Any, logits: Any) -> bool:
+        return looping(list(input_ids[self.prompt_tokens :]))
+
+
+def looping(tokens: Sequence[int]) -> bool:
+    """The newest tokens are one unit of p tokens (p up to 32) repeated: three times, and 8 tokens at least."""
+    for period in _LOOP_PERIODS:
+        span = period * max(3, -(-8 // period))
+        if len(tokens) < span:
+            break
+        tail = tokens[-span:]
+        if all(tail[i] == tail[i % period] for i in range(period, span)):
+            return True
+    return False
+
+
+def _grammar(text: str, verbose: bool) -> Any:
+    from llama_cpp import LlamaGrammar
+
+    return LlamaGrammar.from_string(text, verbose=verbose)
 
 
 def _chunks(stream: Iterator[dict[str, Any]]) -> Iterator[tuple[str, str | None]]:
@@ -152,13 +279,35 @@ def _chunks(stream: Iterator[dict[str, Any]]) -> Iterator[tuple[str, str | None]
         yield choice["text"], choice["finish_reason"]
 
 
-def load_llama(path: Path, *, n_ctx: int, n_gpu_layers: int, verbose: bool) -> Any:
+def load_llama(
+    path: Path, *, n_ctx: int, n_gpu_layers: int, verbose: bool, n_threads: int | None = None, n_batch: int = 512
+) -> Any:
     """A `llama_cpp.Llama`; `n_gpu_layers=-1` offloads every layer (needs a GPU build, e.g. Vulkan)."""
     try:
         from llama_cpp import Llama
     except ImportError as error:
         raise AnswerError("llama-cpp-python is not installed — pip install 'vault2okf[ask]'") from error
+    threads = n_threads or default_threads()
     try:
-        return Llama(model_path=str(path), n_ctx=n_ctx, n_gpu_layers=n_gpu_layers, verbose=verbose)
+        with contextlib.nullcontext() if verbose else _quiet_stderr():
+            return Llama(
+                model_path=str(path), n_ctx=n_ctx, n_gpu_layers=n_gpu_layers, verbose=verbose,
+                n_threads=threads, n_threads_batch=threads, n_batch=n_batch, n_ubatch=min(n_batch, 512),
+            )  # fmt: skip
     except (ValueError, RuntimeError) as error:
         raise AnswerError(f"llama.cpp could not load {path}: {error} — is it a GGUF file?") from error
+
+
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """Standard error muted, both Python's and file descriptor 2: llama-cpp-python passes some llama.cpp load
+    lines (the SWA cache notice) to `sys.stderr` even when `verbose=False`, and llama.cpp writes others itself."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null, contextlib.redirect_stderr(null):
+            os.dup2(null.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)

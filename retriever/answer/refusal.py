@@ -1,7 +1,10 @@
 """The one "not found" rule, shared by ``ask --json`` and the harness's answer scoring.
 
-An answer declines when it says so in any of the usual ways ("not found in the vault", "I couldn't find …",
-"the notes don't mention …") and cites no note: an answer that cites a note is making a claim.
+An answer is "not found" when it cites no note and either sets the structured ``not_found`` flag or says so
+in its text in any of the usual ways ("not found in the vault", "I couldn't find …", "the notes don't
+mention …"): an answer that cites a note is making a claim. `not_found` is that rule; the backends apply it
+when they parse an answer (``Answer.not_found``), and ``ask --json`` and the scorer read that field.
+`is_not_found` is the same rule for a plain-text answer whose citations are markdown links.
 """
 
 from __future__ import annotations
@@ -38,6 +41,11 @@ def declines(text: str) -> bool:
     return _DECLINES.search(fold(text.translate(_MARKUP))) is not None
 
 
+def not_found(text: str, *, flag: bool = False, cited: bool = False) -> bool:
+    """The rule: nothing cited, and the structured flag is set or the text declines."""
+    return not cited and (flag or declines(text))
+
+
 def is_not_found(text: str) -> bool:
-    """An honest "not found": the answer declines and cites nothing."""
-    return declines(text) and not CITATION_LINK.search(text)
+    """The rule for plain text: a markdown link counts as a citation, and there is no flag."""
+    return not_found(text, cited=CITATION_LINK.search(text) is not None)

@@ -3,8 +3,8 @@
     python scripts/make_reports.py [--skip-eval] [--answers]
 
 Bundles and indexes go to out/reports-work/ (ignored by git); reports/ receives:
-- link-health-<vault>.md / .json for the three shared vaults;
-- eval-<vault>.md / .json / .png: every method and neighbour ranker on the golden sets (offline MiniLM);
+- link-health-<vault>.md / .json / .html for every shared vault;
+- eval-<vault>.md / .json / .png / .html: every method and neighbour ranker on the golden sets (offline MiniLM);
 - with --answers, the children-of-ash report also scores answers from the Gemma 3 270M GGUF;
 - ranker-selection.md: the default neighbour ranker chosen on one golden set and confirmed on the other.
 """
@@ -37,10 +37,10 @@ def main() -> None:
     parser.add_argument("--answers", action="store_true")
     args = parser.parse_args()
     REPORTS.mkdir(exist_ok=True)
-    for vault in ("thellade", "blades-of-vengeance", "children-of-ash"):
+    for vault in sorted(p.name for p in VAULTS.iterdir() if p.is_dir()):
         bundle = WORK / vault
         cli("convert", str(VAULTS / vault), "-o", str(bundle))
-        for ext in ("md", "json"):
+        for ext in ("md", "json", "html"):
             shutil.copyfile(bundle / f"link-health.{ext}", REPORTS / f"link-health-{vault}.{ext}")
     if args.skip_eval:
         return

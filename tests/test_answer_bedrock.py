@@ -3,20 +3,43 @@ import pytest
 from botocore.stub import Stubber
 
 from retriever.answer.base import AnswerError, Citation, ContextNote, get_answerer
-from retriever.answer.bedrock import BedrockAnswerer
+from retriever.answer.bedrock import TOOL_DESCRIPTION, BedrockAnswerer
 from retriever.answer.prompt import build_messages
+from retriever.answer.structured import json_schema
 
 MODEL = "anthropic.claude-3-haiku-20240307-v1:0"
 PATH = "concepts/Sessions/Session 3.md"
-NOTES = [ContextNote("Sessions/Session 3", "Session 3", PATH, "Mira.", "vector", 0.9)]
+NOTES = [
+    ContextNote("Sessions/Session 3", "Session 3", PATH, "## Arrival\nMira.", "vector", 0.9),
+    ContextNote("People/Mira", "Mira", "concepts/People/Mira.md", "Mira is a smuggler.", "hop", 0.4),
+]
 QUESTION = "Who did we meet?"
-TEXT = "You met Mira [Session 3](concepts/Sessions/Session%203.md)."
-RESPONSE = {
-    "output": {"message": {"role": "assistant", "content": [{"text": TEXT}]}},
-    "stopReason": "end_turn",
-    "usage": {"inputTokens": 321, "outputTokens": 12, "totalTokens": 333},
-    "metrics": {"latencyMs": 420},
+TOOL_INPUT = {
+    "answer": "You met Mira.",
+    "citations": [
+        {"note_id": "Sessions/Session 3", "heading": "Arrival"},
+        {"note_id": "Dragons/Nowhere", "heading": ""},  # not in the context: dropped
+    ],
+    "not_found": False,
 }
+
+
+def tool_response(tool_input, stop="tool_use"):
+    """A Converse response in the real API shape: the forced tool's input in a toolUse block."""
+    return {
+        "output": {
+            "message": {
+                "role": "assistant",
+                "content": [{"toolUse": {"toolUseId": "tooluse_1", "name": "answer", "input": tool_input}}],
+            }
+        },
+        "stopReason": stop,
+        "usage": {"inputTokens": 321, "outputTokens": 12, "totalTokens": 333},
+        "metrics": {"latencyMs": 420},
+    }
+
+
+RESPONSE = tool_response(TOOL_INPUT)
 
 
 @pytest.fixture
@@ -36,12 +59,29 @@ def answerer(client, sleeps):
 
 def expected_request():
     system, user = build_messages(QUESTION, NOTES)
+    schema = json_schema(NOTES, {"Sessions/Session 3": ["Arrival"], "People/Mira": []})
     return {
         "modelId": MODEL,
-        "system": [{"text": system}],
+        "system": [{"text": system + "\nGive the reply through the `answer` tool."}],
         "messages": [{"role": "user", "content": [{"text": user}]}],
         "inferenceConfig": {"maxTokens": 256, "temperature": 0.0},
+        "toolConfig": {
+            "tools": [
+                {"toolSpec": {"name": "answer", "description": TOOL_DESCRIPTION, "inputSchema": {"json": schema}}}
+            ],
+            "toolChoice": {"tool": {"name": "answer"}},
+        },
     }
+
+
+def test_request_forces_the_answer_tool_with_context_enums(answerer):
+    request = answerer.request(QUESTION, NOTES)
+    schema = request["toolConfig"]["tools"][0]["toolSpec"]["inputSchema"]["json"]
+    item = schema["properties"]["citations"]["items"]["properties"]
+    assert item["note_id"]["enum"] == ["Sessions/Session 3", "People/Mira"]
+    assert item["heading"]["enum"] == ["", "Arrival"]
+    assert request["toolConfig"]["toolChoice"] == {"tool": {"name": "answer"}}
+    assert "| Mira." in request["messages"][0]["content"][0]["text"]  # the note is quoted data
 
 
 def test_request_shape_and_response_parsing(client, answerer):
@@ -49,17 +89,48 @@ def test_request_shape_and_response_parsing(client, answerer):
         stub.add_response("converse", RESPONSE, expected_request())
         answer = answerer.answer(QUESTION, NOTES)
         stub.assert_no_pending_responses()
-    assert answer.text == TEXT
-    assert answer.citations == (Citation("Session 3", "concepts/Sessions/Session 3.md"),)
+    assert answer.text == "You met Mira."
+    assert answer.citations == (Citation("Session 3", PATH, "Sessions/Session 3", "Arrival"),)
+    assert not answer.not_found and answer.supported
     assert (answer.finish_reason, answer.prompt_tokens, answer.completion_tokens) == ("stop", 321, 12)
     assert answer.model == MODEL
     assert answer.seconds >= 0
 
 
+def test_a_not_found_tool_reply_is_not_found(client, answerer):
+    reply = {"answer": "not found in the vault", "citations": [], "not_found": True}
+    with Stubber(client) as stub:
+        stub.add_response("converse", tool_response(reply), expected_request())
+        answer = answerer.answer(QUESTION, NOTES)
+    assert answer.not_found and answer.citations == ()
+
+
+def test_a_text_reply_is_parsed_as_json_and_leaked_tags_are_cut(client, answerer):
+    cited = '[{"note_id": "People/Mira", "heading": ""}]'
+    text = f'{{"answer": "50 gold each</note>", "citations": {cited}, "not_found": false}}'
+    response = {**RESPONSE, "output": {"message": {"role": "assistant", "content": [{"text": text}]}},
+                "stopReason": "end_turn"}  # fmt: skip
+    with Stubber(client) as stub:
+        stub.add_response("converse", response, expected_request())
+        answer = answerer.answer(QUESTION, NOTES)
+    assert answer.text == "50 gold each"
+    assert [c.note_id for c in answer.citations] == ["People/Mira"]
+
+
+def test_an_uncited_text_reply_is_unsupported(client, answerer):
+    response = {**RESPONSE, "output": {"message": {"role": "assistant", "content": [{"text": "Koko the dog."}]}},
+                "stopReason": "end_turn"}  # fmt: skip
+    with Stubber(client) as stub:
+        stub.add_response("converse", response, expected_request())
+        answer = answerer.answer(QUESTION, NOTES)
+    assert answer.text == "Koko the dog." and not answer.supported and not answer.not_found
+    assert answer.finish_reason == "invalid"
+
+
 def test_max_tokens_stop_reason_is_length_and_on_token_gets_the_text(client, answerer):
     tokens = []
     with Stubber(client) as stub:
-        stub.add_response("converse", {**RESPONSE, "stopReason": "max_tokens"}, expected_request())
+        stub.add_response("converse", tool_response(TOOL_INPUT, stop="max_tokens"), expected_request())
         answer = answerer.answer(QUESTION, NOTES, on_token=tokens.append)
     assert answer.finish_reason == "length"
     assert "".join(tokens) == answer.text
@@ -72,7 +143,7 @@ def test_throttling_is_retried_with_exponential_backoff(client, answerer, sleeps
         stub.add_response("converse", RESPONSE, expected_request())
         answer = answerer.answer(QUESTION, NOTES)
         stub.assert_no_pending_responses()
-    assert answer.text == TEXT
+    assert answer.text == "You met Mira."
     assert sleeps == [0.5, 1.0]
 
 

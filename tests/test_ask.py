@@ -1,0 +1,50 @@
+"""`ask`'s JSON and its terminal rendering of a structured answer (the answer records are built, not stubbed)."""
+
+from retriever.answer.base import Answer, Citation
+from retriever.ask import AskResult, context_notes
+from retriever.cli import render_sources
+from retriever.graph import Concept
+from retriever.retrieve import Hit, Mode, Retrieval, Via
+
+HIT = Hit("Sessions/Session 3", "Session 3", "Sessions/Session 3.md", "concepts/Sessions/Session 3.md", 0.9,
+          Via.VECTOR, "## Loot\nA map.", 5, "session 3, 2024-03-15")  # fmt: skip
+RETRIEVAL = Retrieval((HIT,), Mode.UNION, 10, "lex-dense-hub")
+LOOT = Citation("Session 3", "concepts/Sessions/Session 3.md", "Sessions/Session 3", "Loot")
+BASE = {"finish_reason": "stop", "prompt_tokens": 9, "completion_tokens": 3, "seconds": 0.1, "model": "m"}
+
+
+def result(answer: Answer) -> AskResult:
+    return AskResult("Who sold the map?", answer, RETRIEVAL, {"answer_ms": 1.0})
+
+
+def test_json_carries_the_structured_answer():
+    data = result(Answer("Mira.", (LOOT,), **BASE)).to_json()
+    assert data["answer"] == "Mira." and data["not_found"] is False and data["supported"] is True
+    (cited,) = data["citations"]
+    assert cited == {"note_id": "Sessions/Session 3", "heading": "Loot", "title": "Session 3",
+                     "path": "concepts/Sessions/Session 3.md", "ref": "Sessions/Session 3#Loot"}  # fmt: skip
+
+
+def test_json_not_found_is_the_answer_flag():
+    data = result(Answer("not found in the vault", (), **BASE, not_found=True)).to_json()
+    assert data["not_found"] is True and data["citations"] == [] and data["supported"] is False
+
+
+def test_sources_list_titles_sections_and_paths():
+    lines = render_sources(Answer("Mira.", (LOOT, Citation("Mira", "concepts/People/Mira.md", "People/Mira")), **BASE))
+    assert lines == ["", "Sources:", "  [1] Session 3 › Loot — concepts/Sessions/Session 3.md#Loot",
+                     "  [2] Mira — concepts/People/Mira.md"]  # fmt: skip
+
+
+def test_an_uncited_answer_is_shown_as_unsupported():
+    assert any("unsupported" in line for line in render_sources(Answer("Koko.", (), **BASE)))
+    assert render_sources(Answer("not found in the vault", (), **BASE, not_found=True)) == []
+
+
+def test_context_notes_take_type_and_session_from_the_graph():
+    concept = Concept("Sessions/Session 3", "Session 3", "Sessions/Session 3.md", "concepts/Sessions/Session 3.md",
+                      "session", (), 3, "2024-03-15")  # fmt: skip
+    (note,) = context_notes(RETRIEVAL, {concept.id: concept})
+    assert (note.type, note.session_number, note.session_date) == ("session", 3, "2024-03-15")
+    (bare,) = context_notes(RETRIEVAL)
+    assert bare.type is None and bare.session_label == "session 3, 2024-03-15"

@@ -75,7 +75,7 @@ TOOL_SPECS: dict[str, dict[str, Any]] = {
         "parameters": {
             "type": "object",
             "properties": {
-                "query": {"type": "string", "description": "What to look for, in words."},
+                "query": {"type": "string", "maxLength": 300, "description": "What to look for, in words."},
                 "mode": {"type": "string", "enum": ["vector", "graph", "union"], "default": "union"},
                 "k": {"type": "integer", "minimum": 1, "maximum": 20, "default": 10},
             },
@@ -88,8 +88,12 @@ TOOL_SPECS: dict[str, dict[str, Any]] = {
         "parameters": {
             "type": "object",
             "properties": {
-                "id": {"type": "string", "description": "Note id from search, neighbours or sql."},
-                "heading": {"type": "string", "description": "A section heading of the note (optional)."},
+                "id": {"type": "string", "maxLength": 300, "description": "Note id from search, neighbours or sql."},
+                "heading": {
+                    "type": "string",
+                    "maxLength": 200,
+                    "description": "A section heading of the note (optional).",
+                },
             },
             "required": ["id"],
         },
@@ -99,7 +103,7 @@ TOOL_SPECS: dict[str, dict[str, Any]] = {
         "link to it), each with the sentence holding the link; the previous and next session for a session note.",
         "parameters": {
             "type": "object",
-            "properties": {"id": {"type": "string", "description": "Note id."}},
+            "properties": {"id": {"type": "string", "maxLength": 300, "description": "Note id."}},
             "required": ["id"],
         },
     },
@@ -108,7 +112,7 @@ TOOL_SPECS: dict[str, dict[str, Any]] = {
         "call schema first for columns, property keys and worked queries. Rows and time are capped.",
         "parameters": {
             "type": "object",
-            "properties": {"query": {"type": "string", "description": "One SELECT statement."}},
+            "properties": {"query": {"type": "string", "maxLength": 1000, "description": "One SELECT statement."}},
             "required": ["query"],
         },
     },
@@ -414,6 +418,7 @@ class BundleTools:
                 raise ToolError(f"{tool}: {name} must be a whole number, not {value!r}")
             if allowed[name]["type"] == "string" and not isinstance(value, str):
                 raise ToolError(f"{tool}: {name} must be a string, not {value!r}")
+            _check_bounds(tool, name, value, allowed[name])
         method: Callable[..., dict[str, Any]] = getattr(self, tool)
         return method(**args)
 
@@ -589,6 +594,16 @@ def _connect(path: Path) -> duckdb.DuckDBPyConnection:
         con.close()
         raise RetrieverError(f"{path} cannot be opened read-only ({e}): convert the bundle again") from e
     return con
+
+
+def _check_bounds(tool: str, name: str, value: Any, schema: Mapping[str, Any]) -> None:
+    """The schema's maxLength, minimum and maximum, so every face refuses the same arguments."""
+    if isinstance(value, str) and len(value) > schema.get("maxLength", len(value)):
+        raise ToolError(f"{tool}: {name} is {len(value)} characters; the most is {schema['maxLength']}: say it shorter")
+    if isinstance(value, int) and not schema.get("minimum", value) <= value <= schema.get("maximum", value):
+        raise ToolError(
+            f"{tool}: {name} must be between {schema.get('minimum')} and {schema.get('maximum')}, not {value}"
+        )
 
 
 def _compact_tables(tables: dict[str, list[dict[str, str]]]) -> dict[str, str]:

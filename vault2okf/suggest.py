@@ -316,21 +316,24 @@ def variant_map(clusters: Sequence[Mapping[str, Any]]) -> dict[str, str]:
 
 
 def _seen_words(bodies: Iterable[str]) -> _Seen:
+    runs: Counter[str] = Counter()
+    for body in bodies:
+        runs.update(_CAPITAL_RUN.findall(body))
     count: Counter[str] = Counter()
     beside: dict[str, Counter[str]] = defaultdict(Counter)
     folded: dict[str, str] = {}
-    for body in bodies:
-        for run in _CAPITAL_RUN.findall(body):
-            found = []
-            for w in _RUN_SPLIT.split(run):
-                if w not in folded:
-                    folded[w] = fold(_POSSESSIVE.sub("", w))
+    for run, times in runs.items():  # each distinct run once: names repeat
+        found = []
+        for w in _RUN_SPLIT.split(run):
+            if w not in folded:
+                folded[w] = fold(_POSSESSIVE.sub("", w))
+            if folded[w] and " " not in folded[w]:
                 found.append(folded[w])
-            found = [w for w in found if w and " " not in w]
-            count.update(found)
-            for a, b in itertools.pairwise(found):
-                beside[a][b] += 1
-                beside[b][a] += 1
+        for w in found:
+            count[w] += times
+        for a, b in itertools.pairwise(found):
+            beside[a][b] += times
+            beside[b][a] += times
     return _Seen(count, beside)
 
 

@@ -17,7 +17,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -688,14 +688,19 @@ def iter_specs() -> Iterator[tuple[str, str, dict[str, Any]]]:
         yield name, spec["description"], spec["parameters"]
 
 
-def tool_call_schema(tools: Iterable[str] | None = None) -> dict[str, Any]:
+def tool_call_schema(tools: Iterable[str] | None = None, *, ids: Sequence[str] | None = None) -> dict[str, Any]:
     """JSON Schema of one call ``{"tool": NAME, "arguments": {...}}`` of any of ``tools`` (default: all), so a
-    grammar-constrained local model can only emit a well-formed call."""
+    grammar-constrained local model can only emit a well-formed call.
+
+    With ``ids`` (the note ids the conversation has shown so far), ``read_note`` and ``neighbours`` may only name
+    one of them, and ``k`` is one of its allowed values: a small model then cannot invent an id or a range.
+    """
     names = list(tools) if tools is not None else list(TOOL_SPECS)
     options = []
     for name in names:
         params = TOOL_SPECS[name]["parameters"]
-        arguments = {"type": "object", "properties": params["properties"], "required": params.get("required", [])}
+        properties = {key: _narrow(key, prop, ids) for key, prop in params["properties"].items()}
+        arguments = {"type": "object", "properties": properties, "required": params.get("required", [])}
         options.append({
             "type": "object",
             "properties": {"tool": {"const": name}, "arguments": {**arguments, "additionalProperties": False}},
@@ -703,3 +708,13 @@ def tool_call_schema(tools: Iterable[str] | None = None) -> dict[str, Any]:
             "additionalProperties": False,
         })  # fmt: skip
     return {"anyOf": options}
+
+
+def _narrow(key: str, prop: dict[str, Any], ids: Sequence[str] | None) -> dict[str, Any]:
+    if ids is None:
+        return prop
+    if key == "id":
+        return {"enum": list(dict.fromkeys(ids))} if ids else prop
+    if prop.get("type") == "integer" and "maximum" in prop:
+        return {"enum": list(range(prop.get("minimum", 0), prop["maximum"] + 1))}
+    return prop

@@ -327,6 +327,13 @@ def test_one_call_schema_admits_only_well_formed_calls() -> None:
             jsonschema.validate(bad, schema)
     # llama.cpp turns it into a grammar, so a small local model can only emit such calls
     LlamaGrammar.from_json_schema(json.dumps(tool_call_schema(["search", "read_note"])), verbose=False)
+    seen = tool_call_schema(ids=["People/Morrow", "Places/Old Graveyard"])
+    jsonschema.validate({"tool": "read_note", "arguments": {"id": "People/Morrow"}}, seen)
+    for bad in ({"tool": "neighbours", "arguments": {"id": "People/Invented"}},
+                {"tool": "search", "arguments": {"query": "x", "k": 1000}}):  # fmt: skip
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(bad, seen)
+    LlamaGrammar.from_json_schema(json.dumps(seen), verbose=False)
 
 
 @pytest.mark.slow
@@ -339,6 +346,8 @@ def test_llama_cpp_runs_with_the_grammar_of_every_tool_call() -> None:
         "llm = Llama(model_path=str(g.assemble()), n_ctx=512, verbose=False)\n"
         "grammar = LlamaGrammar.from_json_schema(json.dumps(tool_call_schema()), verbose=False)\n"
         "print(llm('Call: ', grammar=grammar, max_tokens=8, temperature=0)['choices'][0]['text'])\n"
+        "narrow = LlamaGrammar.from_json_schema(json.dumps(tool_call_schema(ids=['A/B', 'C'])), verbose=False)\n"
+        "assert llm('Call: ', grammar=narrow, max_tokens=8, temperature=0)['choices'][0]['text']\n"
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-2000:]

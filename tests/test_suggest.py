@@ -5,6 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
+from growth import assert_linear
 
 from vault2okf.suggest import Suggester, distance, fold, spelling_variants
 
@@ -81,3 +82,23 @@ def test_spelling_variants_cluster_and_suggest_aliases() -> None:
     assert "kaleor" in clusters["kaelor"]["variants"]
     assert set(clusters["greaves"]["variants"]) == {"grieves", "greave"}
     assert "people" not in str(clusters)  # a word also written in lower case is not a name
+
+
+def test_suggestions_grow_linearly_when_every_name_shares_words() -> None:
+    """n notes and n broken links all sharing two words: each link still compares against a few names."""
+
+    def work(n: int) -> None:
+        notes = [f"People/Keeper Ward {i:06d}.md" for i in range(n)]
+        suggester = Suggester(notes)
+        for i in range(0, n, 4):
+            suggester.suggest(f"Keeper Ward {i:06d}x")
+
+    assert_linear(work, "suggest", start=256)
+
+
+def test_spelling_variants_grow_linearly() -> None:
+    def work(n: int) -> None:
+        notes = [_note(f"NPCs/Name{i:05d} Stone.md", f"Nama{i:05d} Stone met Namo{i:05d} Stone.") for i in range(n)]
+        spelling_variants(notes, {}, [])
+
+    assert_linear(work, "spelling_variants", start=256)

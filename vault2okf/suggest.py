@@ -33,6 +33,8 @@ STOPWORDS = frozenset({"the", "a", "an", "of", "and", "de", "la", "le", "in", "o
 CONFIDENT = 0.8
 MARGIN = 0.1
 SHOWN = 5
+LONGEST = 40  # names and words longer than this are matched by their words, not by edit distance
+POOL = 200  # a word shared by more names than this does not bring candidates on its own
 _APOSTROPHES = re.compile(r"['’‘`´]")
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 _WORD = re.compile(r"[^\W_]+")
@@ -96,10 +98,14 @@ class _Deletions:
     def __init__(self, vocabulary: Iterable[str]) -> None:
         self.keys: dict[str, set[str]] = defaultdict(set)
         for word in vocabulary:
+            if len(word) > LONGEST:  # memory stays linear in the vocabulary; long names match by words
+                continue
             for key in _deletes(word):
                 self.keys[key].add(word)
 
     def near(self, word: str, limit: int) -> list[tuple[int, str]]:
+        if len(word) > LONGEST:
+            return []
         found = {w for key in _deletes(word) for w in self.keys.get(key, ())}
         scored = ((distance(word, w, limit), w) for w in found if w != word)
         return sorted((d, w) for d, w in scored if d <= limit)
@@ -183,7 +189,8 @@ class Suggester:
             for i in self.by_key[other]:  # one letter off a short name is as likely another name: not confident
                 offer(i, (0.92 if len(key) >= 7 else 0.75) - 0.07 * d, f"edit distance {d}")
         matches = {w: self._word_matches(w) for w in set(link)}
-        candidates = {i for found in matches.values() for _, name_word in found for i in self.by_word[name_word]}
+        pools = [self.by_word[nw] for found in matches.values() for _, nw in found]
+        candidates = {i for ids in pools if len(ids) <= POOL for i in ids}  # a common word alone is no evidence
         for i in candidates:
             scored = self._by_words(link, matches, self.names[i])
             if scored:

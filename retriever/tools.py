@@ -693,13 +693,16 @@ def tool_call_schema(tools: Iterable[str] | None = None, *, ids: Sequence[str] |
     grammar-constrained local model can only emit a well-formed call.
 
     With ``ids`` (the note ids the conversation has shown so far), ``read_note`` and ``neighbours`` may only name
-    one of them, and ``k`` is one of its allowed values: a small model then cannot invent an id or a range.
+    one of them and optional arguments are left out (the 270M Gemma filled ``heading`` with noise): a small model
+    then cannot invent an id, a range or a heading.
     """
     names = list(tools) if tools is not None else list(TOOL_SPECS)
     options = []
     for name in names:
         params = TOOL_SPECS[name]["parameters"]
         properties = {key: _narrow(key, prop, ids) for key, prop in params["properties"].items()}
+        if ids is not None:  # a small model fills optional free text with noise: read whole notes instead
+            properties = {key: prop for key, prop in properties.items() if key in params.get("required", ())}
         arguments = {"type": "object", "properties": properties, "required": params.get("required", [])}
         options.append({
             "type": "object",

@@ -330,7 +330,8 @@ def test_one_call_schema_admits_only_well_formed_calls() -> None:
     seen = tool_call_schema(ids=["People/Morrow", "Places/Old Graveyard"])
     jsonschema.validate({"tool": "read_note", "arguments": {"id": "People/Morrow"}}, seen)
     for bad in ({"tool": "neighbours", "arguments": {"id": "People/Invented"}},
-                {"tool": "search", "arguments": {"query": "x", "k": 1000}}):  # fmt: skip
+                {"tool": "read_note", "arguments": {"id": "People/Morrow", "heading": "noise"}},
+                {"tool": "search", "arguments": {"query": "x", "k": 3}}):  # fmt: skip
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(bad, seen)
     LlamaGrammar.from_json_schema(json.dumps(seen), verbose=False)

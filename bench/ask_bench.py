@@ -1,0 +1,300 @@
+"""Benchmark questions as a user meets them: cold commands, a warm session, no-change index, exact vs HNSW top-k.
+
+    python bench/ask_bench.py [--bundle out/fast/nova-regna] [--thellade out/fast/thellade] [--runs 3]
+                              [--out reports/bench-ask.txt]
+
+Every number comes with its floor from the same run: a cold ``search --json`` next to ``python -c "import
+torch"``; the answerer's prompt tokens/s next to a plain llama-cpp-python call on the same prompt. Bundles must be
+indexed with MiniLM (``vault2okf index BUNDLE --embedder minilm``; the bench builds the ~200-note one from
+``nova-regna`` when it is missing). Wall times are medians of ``--runs`` fresh processes; the load average is
+printed before and after each part, because on a shared machine it moves every number.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+VAULTS = ROOT.parent / "shared" / "vaults"
+CLI = [sys.executable, "-c", "from vault2okf.cli import app; app()"]
+SEARCH_Q = "Who rules the kingdom and what happened in the war?"
+ASK_Q = "Who founded the kingdom?"
+LINES: list[str] = []
+
+
+def say(line: str = "") -> None:
+    print(line, flush=True)
+    LINES.append(line)
+
+
+def load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load {one:.2f} (5 min {five:.2f}) on {os.cpu_count()} CPUs"
+
+
+def median_wall(command: Sequence[str], runs: int, check: Callable[[str], None] | None = None) -> tuple[float, str]:
+    """Median wall time of ``runs`` fresh processes; their median CPU time (user + sys) goes to ``CPU[-1]``, a
+    number the machine's load moves much less than the wall."""
+    walls, cpus, out = [], [], ""
+    for _ in range(runs):
+        before = _children_cpu()
+        start = time.perf_counter()
+        done = subprocess.run(list(command), capture_output=True, text=True, cwd=ROOT)
+        walls.append(time.perf_counter() - start)
+        cpus.append(_children_cpu() - before)
+        if done.returncode != 0:
+            raise SystemExit(f"{' '.join(command)} failed:\n{done.stderr}")
+        out = done.stdout
+        if check:
+            check(done.stderr)
+    CPU.append(statistics.median(cpus))
+    return statistics.median(walls), out
+
+
+CPU: list[float] = []
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def fmt(wall: float, target: float | None = None) -> str:
+    cpu = f" [CPU {CPU[-1]:.2f} s]" if CPU else ""
+    if target is None:
+        return f"{wall:.2f} s{cpu}"
+    return f"{wall:.2f} s{cpu} (target <= {target:.0f} s: {'met' if wall <= target else 'MISSED'})"
+
+
+def quiet(stderr: str) -> None:
+    noise = [line for line in stderr.splitlines() if line.strip() and not line.startswith("note: using the packaged")]
+    if noise:
+        say(f"  stderr not quiet: {noise[:3]}")
+
+
+def ensure_bundle(bundle: Path, vault: Path) -> None:
+    if (bundle / ".vault2okf" / "index.json").is_file():
+        return
+    say(f"building {bundle} from {vault} (MiniLM)")
+    subprocess.run(["nice", "-n", "10", *CLI, "convert", str(vault), "-o", str(bundle)], check=True, cwd=ROOT)
+    subprocess.run(["nice", "-n", "10", *CLI, "index", str(bundle), "--embedder", "minilm"], check=True, cwd=ROOT)
+
+
+def cold(bundle: Path, runs: int) -> None:
+    say(f"## Cold commands on {bundle.name} ({runs} fresh processes each, medians) — {load()}")
+    floor, _ = median_wall([sys.executable, "-c", "import torch"], runs)
+    say(f"floor  python -c 'import torch'            {fmt(floor)}")
+    wall, out = median_wall([*CLI, "search", str(bundle), SEARCH_Q, "--json"], runs, quiet)
+    timings = json.loads(out)["timings_ms"]
+    embed_ms, retrieve_ms = timings.get("embed_ms", 0), timings.get("retrieve_ms", 0)
+    say(f"cold   search --json                       {fmt(wall, 4)}  = floor + {wall - floor:.2f} s; "
+        f"in it: embed {embed_ms:.0f} ms, retrieve {retrieve_ms:.1f} ms")  # fmt: skip
+    probe = (
+        "import sys, json; from vault2okf.cli import app; sys.argv = ['vault2okf', 'search', sys.argv[1], 'x'];\n"
+        "try: app()\nexcept SystemExit: pass\n"
+        "print(json.dumps({m: m in sys.modules for m in ('chromadb', 'FlagEmbedding', 'peft', 'datasets')}))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe, str(bundle)], capture_output=True, text=True, cwd=ROOT)
+    loaded = json.loads(done.stdout.strip().splitlines()[-1])
+    imported = ", ".join(f"{m} {'yes' if v else 'no'}" for m, v in loaded.items())
+    say(f"       modules a search imports: {imported}")
+    wall, out = median_wall([*CLI, "ask", str(bundle), ASK_Q, "--answer-tokens", "64", "--json"], runs, quiet)
+    data = json.loads(out)
+    tokens, t = data["tokens"], data["timings_ms"]
+    say(f"cold   ask --answer-tokens 64 --json (270M) {fmt(wall, 10)}; answer {t.get('answer_ms', 0) / 1000:.2f} s "
+        f"for {tokens['prompt']} prompt + {tokens['completion']} completion tokens")  # fmt: skip
+    say(f"       — {load()}")
+
+
+def prompt_speed(bundle: Path, rounds: int) -> None:
+    """Prompt tokens/s of the answerer vs a plain llama-cpp-python call, same prompt, same process, alternating."""
+    import llama_cpp
+
+    from retriever.answer.base import get_answerer
+    from retriever.ask import context_notes
+    from retriever.retrieve import DEFAULT_SPEC, Retriever
+
+    say(f"## Prompt processing, 270M GGUF ({rounds} rounds, alternating, medians) — {load()}")
+    retriever = Retriever.open(bundle)
+    notes = context_notes(retriever.search(ASK_Q, DEFAULT_SPEC))  # what `ask` retrieves
+    answerer: Any = get_answerer("llama", max_tokens=1)
+    answerer.answer(ASK_Q, notes)  # loads the model, sizes its context
+    prompt = answerer.prompt(ASK_Q, notes)
+    plain = llama_cpp.Llama(model_path=str(answerer.model_path), n_ctx=answerer.context_size, verbose=False)
+    ours_tps, plain_tps = [], []
+    for _ in range(rounds):
+        answerer._llm.reset()  # no prompt cache: every round evaluates the whole prompt
+        llama_cpp.llama_perf_context_reset(answerer._llm._ctx.ctx)
+        answerer.answer(ASK_Q, notes)
+        ours_tps.append(_prompt_tps(llama_cpp, answerer._llm))
+        plain.reset()
+        llama_cpp.llama_perf_context_reset(plain._ctx.ctx)
+        plain.create_completion(prompt, max_tokens=1, temperature=0.0)
+        plain_tps.append(_prompt_tps(llama_cpp, plain))
+    ours, base = statistics.median(ours_tps), statistics.median(plain_tps)
+    n = len(plain.tokenize(prompt.encode(), add_bos=True, special=True))
+    verdict = "met" if ours >= 0.8 * base else "MISSED"
+    llm = answerer._llm
+    say(f"answerer  {ours:7.0f} prompt tokens/s   (n_threads {llm.n_threads}, n_batch {llm.n_batch})")
+    say(f"plain     {base:7.0f} prompt tokens/s   (Llama(model_path, n_ctx) defaults: n_threads "
+        f"{plain.n_threads}, n_batch {plain.n_batch}); prompt {n} tokens")  # fmt: skip
+    say(f"ratio     {ours / base:.2f} (target >= 0.80: {verdict}) — {load()}")
+
+
+def _prompt_tps(llama_cpp: Any, llm: Any) -> float:
+    data = llama_cpp.llama_perf_context(llm._ctx.ctx)
+    return data.n_p_eval / max(data.t_p_eval_ms / 1000, 1e-9)
+
+
+def warm(bundle: Path, golden: Path) -> None:
+    from retriever.retrieve import DEFAULT_SPEC, Retriever
+
+    questions = [json.loads(line)["question"] for line in golden.read_text("utf-8").splitlines() if line.strip()]
+    say(f"## Warm session on {bundle.name}: {len(questions)} golden questions, default search — {load()}")
+    start = time.perf_counter()
+    retriever = Retriever.open(bundle)
+    retriever.prepare(DEFAULT_SPEC)
+    retriever.embed("warm up")
+    opened = time.perf_counter() - start
+    say(f"open + prepare (table from {'Chroma' if retriever.store else 'the saved copy'}): {opened:.2f} s")
+    for label in ("pass 1", "pass 2"):
+        embeds, retrieves, walls = [], [], []
+        for q in questions:
+            t = time.perf_counter()
+            r = retriever.search(q, DEFAULT_SPEC)
+            walls.append((time.perf_counter() - t) * 1000)
+            embeds.append(r.timings.get("embed_ms", 0.0))
+            retrieves.append(r.timings.get("retrieve_ms", 0.0))
+        p50, p95 = _pct(walls, 50), _pct(walls, 95)
+        verdict = "met" if p50 <= 60 and p95 <= 120 else "MISSED"
+        say(f"{label}: embedding + retrieval p50 {p50:.1f} ms, p95 {p95:.1f} ms (targets 60 / 120 ms: {verdict}); "
+            f"embed p50 {_pct(embeds, 50):.1f} ms, "
+            f"retrieve p50 {_pct(retrieves, 50):.1f} / p95 {_pct(retrieves, 95):.1f} ms")  # fmt: skip
+    say(f"       — {load()}")
+
+
+def _pct(values: list[float], p: float) -> float:
+    return float(np.percentile(values, p))
+
+
+def no_change(bundles: list[Path], runs: int) -> None:
+    say(f"## No-change index ({runs} runs each, medians) — {load()}")
+    for bundle, target in zip(bundles, (2, 5), strict=False):
+
+        def nothing_done(stderr: str) -> None:
+            if stderr.strip():
+                say(f"  stderr: {stderr.strip()[:200]}")
+
+        wall, out = median_wall([*CLI, "index", str(bundle), "--embedder", "minilm"], runs, nothing_done)
+        notes = out.split(" notes")[0]
+        assert " 0 embedded, 0 removed" in out, out
+        say(f"index {bundle.name} ({notes} notes), nothing changed: {fmt(wall, target)}; it says: {out.strip()}")
+    say(f"       — {load()}")
+
+
+def exact_vs_hnsw(bundle: Path, golden: Path) -> None:
+    """The exact top-k over the table against Chroma's HNSW query, chunk by chunk, and the default search both ways."""
+    from retriever.embed import get_embedder
+    from retriever.graph import load_graph
+    from retriever.index import read_index_info
+    from retriever.memory import ChunkTable
+    from retriever.retrieve import DEFAULT_SPEC, Retriever
+    from retriever.store import ChunkStore, open_client
+
+    rows = [json.loads(line) for line in golden.read_text("utf-8").splitlines() if line.strip()]
+    info = read_index_info(bundle)
+    store = ChunkStore(open_client(bundle, path=info.chroma_path), info.collection)
+    table = ChunkTable.from_store(store)
+    embedder = get_embedder(info.embedder_spec)
+    say(f"## Exact top-k vs Chroma HNSW on {bundle.name}, {len(rows)} golden questions ({len(table.ids)} chunks)")
+    same = {k: 0 for k in (5, 10, 15, 30, 45)}
+    for row in rows:
+        q = embedder.embed_query(row["question"])
+        for k in same:
+            same[k] += [c.chunk_id for c in table.nearest(q, k)] == [c.chunk_id for c in store.query(q, k)]
+    say("identical chunk lists: " + ", ".join(f"k={k} {n}/{len(rows)}" for k, n in same.items()))
+    graph = load_graph(bundle)
+    exact = Retriever(bundle, None, embedder, graph, table)
+    hnsw = Retriever(bundle, store, embedder, graph, _HnswTable.of(table, store))
+    diffs, recall = 0, {"exact": 0.0, "hnsw": 0.0}
+    for row in rows:
+        a, b = exact.search(row["question"], DEFAULT_SPEC), hnsw.search(row["question"], DEFAULT_SPEC)
+        gold = set(row.get("gold") or [])
+        if [h.note_id for h in a.hits] != [h.note_id for h in b.hits]:
+            diffs += 1
+            mine, theirs = [h.vault_path for h in a.hits], [h.vault_path for h in b.hits]
+            only_exact, only_hnsw = _only(mine, theirs, gold), _only(theirs, mine, gold)
+            say(f"  {row['id']}: only exact: {only_exact}; only HNSW: {only_hnsw}")
+        for name, r in (("exact", a), ("hnsw", b)):
+            recall[name] += len(gold & {h.vault_path for h in r.hits}) / len(gold) if gold else 0.0
+    answerable = sum(1 for row in rows if row.get("gold"))
+    say(f"default search, notes in order: {len(rows) - diffs}/{len(rows)} identical; gold recall exact "
+        f"{recall['exact'] / answerable:.3f} vs HNSW {recall['hnsw'] / answerable:.3f}")  # fmt: skip
+
+
+def _only(paths: list[str], others: list[str], gold: set[str]) -> str:
+    return ", ".join(f"{p}{' (gold)' if p in gold else ''}" for p in paths if p not in others) or "-"
+
+
+class _HnswTable:
+    """The same table, its vector stage answered by Chroma's HNSW query (the pre-issue-9 path)."""
+
+    @staticmethod
+    def of(table: Any, store: Any) -> Any:
+        from retriever.memory import ChunkTable
+
+        class Hnsw(ChunkTable):
+            def nearest(self, qvec: np.ndarray, k: int) -> list[Any]:
+                return store.query(qvec, k)
+
+        return Hnsw(table.ids, table.note_ids, table.texts, table.tokens, table.vectors, table.rows_of)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--bundle", type=Path, default=ROOT / "out" / "fast" / "nova-regna")
+    parser.add_argument("--vault", type=Path, default=VAULTS / "nova-regna")
+    parser.add_argument("--thellade", type=Path, default=ROOT / "out" / "fast" / "thellade")
+    parser.add_argument("--golden", type=Path, default=ROOT / "golden" / "thellade.jsonl")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=2, help="prompt-speed rounds (each: the answerer, then plain)")
+    parser.add_argument("--out", type=Path, default=ROOT / "reports" / "bench-ask.txt")
+    parser.add_argument("--skip", action="append", default=[], help="cold, prompt, warm, index, topk")
+    args = parser.parse_args()
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    ensure_bundle(args.bundle, args.vault)
+    if not (args.thellade / ".vault2okf" / "index.json").is_file():
+        raise SystemExit(f"{args.thellade} is not an indexed thellade bundle (vault2okf index ... --embedder minilm)")
+    say(f"# bench/ask_bench.py — {time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} CPUs, Python "
+        f"{sys.version.split()[0]}; MiniLM index; start {load()}")  # fmt: skip
+    parts = {
+        "cold": lambda: cold(args.bundle, args.runs),
+        "prompt": lambda: prompt_speed(args.bundle, args.rounds),
+        "warm": lambda: warm(args.thellade, args.golden),
+        "index": lambda: no_change([args.bundle, args.thellade], args.runs),
+        "topk": lambda: exact_vs_hnsw(args.thellade, args.golden),
+    }
+    for name, part in parts.items():
+        if name not in args.skip:
+            say()
+            part()
+    say()
+    say(f"end {load()}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text("\n".join(LINES) + "\n", "utf-8")
+
+
+if __name__ == "__main__":
+    main()

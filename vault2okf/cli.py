@@ -40,7 +40,9 @@ app = typer.Typer(
 def _mount() -> None:
     """Mount the retriever's and the harness's thin commands (imported lazily inside each command)."""
     from eval.cli import eval_cmd
+    from retriever.chat import chat_cmd
     from retriever.cli import ask_cmd, index_cmd, search_cmd
+    from retriever.mcp_server import mcp_cmd
     from vault2okf.commands import convert_cmd, links_cmd
 
     app.command("convert")(convert_cmd)
@@ -48,7 +50,9 @@ def _mount() -> None:
     app.command("index")(index_cmd)
     app.command("search")(search_cmd)
     app.command("ask")(ask_cmd)
+    app.command("chat")(chat_cmd)
     app.command("eval")(eval_cmd)
+    app.command("mcp")(mcp_cmd)
 
 
 _mount()

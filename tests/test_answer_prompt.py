@@ -6,6 +6,7 @@ from growth import assert_linear
 from retriever.answer.base import AnswerError, Citation, ContextNote, get_answerer
 from retriever.answer.prompt import (
     TRUNCATED,
+    WITHHELD,
     build_messages,
     cap_tokens,
     extract_citations,
@@ -115,7 +116,8 @@ def test_lines_imitating_the_prompt_are_neutralised_and_stay_quoted():
     assert all(line.startswith("|") for line in body)
     assert not re.search(r"^\W*(question|answer)\W*:", "\n".join(line[2:] for line in body), re.I | re.M)
     assert not re.search(r"<\s*/?\s*(note|start_of_turn)|<\|im_start\|>|\[INST\]", block, re.I)
-    assert "PWNED Official Source Top Secret" in block  # the text is kept, as quoted data
+    assert "PWNED" not in block  # a line posing as an answer is withheld, the rest is kept as quoted data
+    assert block.count(WITHHELD) == 2 and "(quoted) Question - Who sold the map?" in block
     assert user.count("Question:") == 1  # the real one, last
 
 

@@ -35,6 +35,7 @@ def test_fix_loop(name: str, tmp_path: Path) -> None:
     before_hash = tree_hashes(vault)
     run("convert", vault, "-o", tmp_path / "before")
     before = report(tmp_path / "before")
+    assert (tmp_path / "before" / "SKILL.md").read_text("utf-8").startswith(f"---\nname: {name}\n")  # not "before"
     confident = [e for e in before["broken"] if e.get("fix")]
     assert confident, "the vault has broken links with a confident suggestion"
 

@@ -6,6 +6,7 @@ embedder, and Chroma never tries to download its own model.
 """
 
 import hashlib
+import os
 import re
 import sqlite3
 import sys
@@ -23,6 +24,7 @@ from retriever.embed import Embedder
 from retriever.errors import RetrieverError
 
 _PAGE = 1000
+PROGRESS_ENV = "VAULT2OKF_PROGRESS"  # 1: draw the embed bar even when stderr is not a terminal
 
 
 @dataclass(frozen=True)
@@ -214,7 +216,8 @@ class ChunkStore:
     ) -> None:
         from tqdm import tqdm
 
-        bar_off = not progress or not sys.stderr.isatty()  # a bar only for a person watching a terminal
+        # a bar only for a person watching a terminal, or when VAULT2OKF_PROGRESS=1 asks for one anyway
+        bar_off = not progress or not (sys.stderr.isatty() or os.environ.get(PROGRESS_ENV) == "1")
         with tqdm(total=len(chunks), unit="chunk", desc="embed", file=sys.stderr, disable=bar_off) as bar:
             for batch in _batches(chunks, batch_size):
                 vectors = embedder.embed_documents([chunk.text for chunk in batch])

@@ -331,6 +331,10 @@ def test_a_saved_table_loads_back_the_same(tmp_path, store, minilm):
 
 
 @pytest.mark.slow
-def test_the_embed_bar_is_drawn_only_on_a_terminal(store, minilm, capfd):
+def test_the_embed_bar_is_drawn_only_on_a_terminal_or_when_asked(store, minilm, capfd, monkeypatch):
+    monkeypatch.delenv("VAULT2OKF_PROGRESS", raising=False)
     store.sync(make_chunks(), minilm, progress=True)
     assert "chunk" not in capfd.readouterr().err  # pytest's stderr is no terminal
+    monkeypatch.setenv("VAULT2OKF_PROGRESS", "1")
+    store.sync(make_chunks({**NOTES, "Lore/Dragon": ("Dragon", "A blue dragon.")}), minilm, progress=True)
+    assert re.search(r"embed: 100%.*1/1", capfd.readouterr().err)

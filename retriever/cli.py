@@ -125,6 +125,13 @@ def ask_cmd(
     answer_tokens: int = typer.Option(512, "--answer-tokens", min=1, help="Most tokens in the answer."),
     chroma_url: str | None = CHROMA_URL,
     as_json: bool = typer.Option(False, "--json", help="Answer, citations, retrieved notes, timings as JSON."),
+    agent: bool = typer.Option(
+        False, "--agent", help="Let the model call the bundle's tools (search, read_note, neighbours, sql, schema)."
+    ),
+    steps: int = typer.Option(5, "--steps", min=0, help="With --agent: most tool calls before it must answer."),
+    prefetch: bool = typer.Option(
+        False, "--prefetch", help="With --agent: start from the search of the question, as if the model called it."
+    ),
     *,
     spec: SearchSpec,
 ) -> None:
@@ -133,10 +140,18 @@ def ask_cmd(
     from retriever.ask import ask
 
     _check_question(question)
+    if prefetch and not agent:
+        raise typer.BadParameter("--prefetch is for the agent loop: add --agent", param_hint="'--prefetch'")
     options = _answer_options(llm, region, profile, gpu_layers, n_ctx, answer_tokens)
     check_answerer(llm, model=model)  # a missing GGUF or model ID fails here, before any model loads
     retriever = Retriever.open(bundle, chroma_url=chroma_url)
     retriever.prepare(spec)
+    if agent:  # retriever/agent.py: the model calls the tool layer, then answers from what it returned
+        from retriever.agent import ask_agent
+
+        ask_agent(bundle, question, retriever, spec, llm=llm, model=model, options=options, steps=steps,
+                  prefetch=prefetch, as_json=as_json)  # fmt: skip
+        return
     answerer = get_answerer(llm, model=model, **options)
     notice = getattr(answerer, "notice", None)
     if notice:

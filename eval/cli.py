@@ -20,12 +20,18 @@ def eval_cmd(
         "", "--rankers", help="Also run union with these neighbour rankers (comma list, or 'all')."
     ),
     answers: bool = typer.Option(False, "--answers", help="Also generate and score answers (slow)."),
-    answer_method: str = typer.Option(
-        "default", "--answer-method", help="Which method's context to answer from."
-    ),
+    answer_method: str = typer.Option("default", "--answer-method", help="Which method's context to answer from."),
     llm: Backend = typer.Option(Backend.LLAMA, "--llm", help="Answerer for --answers: llama or bedrock."),
     model: str | None = typer.Option(None, "--model", help="GGUF path (llama) or model ID (bedrock)."),
     answer_tokens: int = typer.Option(160, "--answer-tokens", min=1, help="Most tokens per answer."),
+    agent: bool = typer.Option(
+        False, "--agent", help="With --answers: also answer with the agent loop and compare it to single-shot."
+    ),
+    steps: int = typer.Option(5, "--steps", min=0, help="With --agent: most tool calls per answer."),
+    prefetch: bool = typer.Option(False, "--prefetch", help="With --agent: start from the search of the question."),
+    per_tier: int | None = typer.Option(
+        None, "--per-tier", min=1, help="Only the first N questions of each tier (a quick, declared subset)."
+    ),
 ) -> None:
     """Compare vector top-k, graph walk and union on a golden set, at matched budgets; write reports."""
     from eval.harness import evaluate
@@ -34,7 +40,8 @@ def eval_cmd(
     paths, summary = evaluate(
         bundle, golden, out_dir, stem or f"eval-{golden.stem}", rankers=rankers, answers=answers,
         answer_method=answer_method, llm=llm, model=model, answer_tokens=answer_tokens,
-        progress=lambda msg: typer.echo(msg, err=True),
+        progress=lambda msg: typer.echo(msg, err=True), agent=agent, steps=steps, prefetch=prefetch,
+        per_tier=per_tier,
     )  # fmt: skip
     typer.echo(summary)
     for path in paths:

@@ -38,27 +38,43 @@ def evaluate(
     model: str | None = None,
     answer_tokens: int = 160,
     progress: Callable[[str], None] | None = None,
+    agent: bool = False,
+    steps: int = 5,
+    prefetch: bool = False,
+    per_tier: int | None = None,
 ) -> tuple[list[Path], str]:
     check_out_dir(out)  # every input is checked before the embedder loads
+    if agent and not answers:
+        raise EvalError("--agent compares answers: add --answers")
     names = list(RANKERS) if rankers == "all" else [r.strip() for r in rankers.split(",") if r.strip()]
     methods = default_methods(DEFAULT_RANKER, names)
     if answers:
         _check_answers(methods, answer_method, llm, model)
     graph = load_graph(bundle)
     questions = load_golden(golden, known_paths={c.vault_path for c in graph.concepts.values()})
+    if per_tier:  # the first N questions of each tier, in file order (a quick, declared subset)
+        questions = [q for q in questions if [p.id for p in questions if p.tier is q.tier].index(q.id) < per_tier]
     retriever = Retriever.open(bundle, graph=graph)
     result = run_methods(retriever, questions, methods, progress)
+    costs: dict[str, dict[str, Any]] = {}
     scores = (
-        _answers(retriever, questions, result, answer_method, llm, model, answer_tokens, progress) if answers else None
+        _answers(retriever, questions, result, answer_method, llm, model, answer_tokens, progress, costs)
+        if answers
+        else None
     )
+    agent_data = None
+    if agent and scores is not None:
+        agent_data = _agent(bundle, retriever, questions, scores, costs, answer_method, llm, model,
+                            answer_tokens, steps, prefetch, progress)  # fmt: skip
     config = config_of(methods, {
         "bundle": bundle.name, "embedder": retriever.embedder.name, "default_method": DEFAULT,
         "default_ranker": DEFAULT_RANKER,
         "latency_ms_excluding_query_embedding": result.latency_summary(),
+        **({"questions_per_tier": per_tier} if per_tier else {}),
     })  # fmt: skip
     pairs = [p for p in PAIRS if all(m in result.run for m in p)]
     report = EvalReport(str(golden), questions, result.run, result.budgets, pairs, config, scores,
-                        title=f"Retrieval evaluation: {golden.stem}")  # fmt: skip
+                        title=f"Retrieval evaluation: {golden.stem}", agent=agent_data)  # fmt: skip
     paths = report.save(out, stem)
     paths.append(write_eval_html(report.to_json(), out, stem, report.title))
     return paths, _summary(report.to_json())
@@ -82,6 +98,7 @@ def _answers(
     model: str | None,
     tokens: int,
     progress: Callable[[str], None] | None,
+    costs: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, dict[str, AnswerScore]]:
     """Answer every question from ``method``'s retrieved context and score it."""
     from retriever.answer.base import get_answerer
@@ -95,9 +112,41 @@ def _answers(
         notes = context_notes(result.retrievals[method][q.id], retriever.graph.concepts)
         answer = answerer.answer(q.question, notes)
         scored[q.id] = score_answer(answer, q, known_entities=vocabulary, context=notes)
+        if costs is not None:  # for the single-shot vs agent table
+            from eval.agent import single_costs
+
+            costs[q.id] = {**single_costs(answer, result.retrievals[method][q.id]),
+                           "notes_read": result.run[method][q.id]}  # fmt: skip
         if progress:
             progress(f"answered {q.id}: {answer.text[:80]!r}")
     return {f"{method} -> {llm}:{getattr(answerer, 'model', model)}": scored}
+
+
+def _agent(
+    bundle: Path,
+    retriever: Retriever,
+    questions: Sequence[Question],
+    scores: dict[str, dict[str, AnswerScore]],
+    costs: dict[str, dict[str, Any]],
+    method: str,
+    llm: str,
+    model: str | None,
+    tokens: int,
+    steps: int,
+    prefetch: bool,
+    progress: Callable[[str], None] | None,
+) -> dict[str, Any]:
+    """The agent loop on the same questions, next to the single-shot answers (``eval/agent.py``)."""
+    from eval.agent import compare, run_agent_answers
+
+    spec = None  # the search tool's own default: what `vault2okf search` does with no options
+    agent_scores, runs = run_agent_answers(bundle, retriever, questions, llm=llm, model=model, tokens=tokens,
+                                           steps=steps, prefetch=prefetch, spec=spec, progress=progress)  # fmt: skip
+    single = next(iter(scores.values()))
+    config = {"single_shot": next(iter(scores)), "agent": f"agent[{steps} steps{', prefetch' if prefetch else ''}]",
+              "llm": llm, "model": model, "answer_tokens": tokens, "steps": steps, "prefetch": prefetch,
+              "single_shot_method": method}  # fmt: skip
+    return compare(questions, single, costs, agent_scores, runs, config)
 
 
 def _summary(data: dict[str, Any]) -> str:

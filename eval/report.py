@@ -41,6 +41,7 @@ class EvalReport:
     config: Mapping[str, Any] = field(default_factory=dict)
     answers: Mapping[str, Mapping[str, AnswerScore]] | None = None
     title: str = "Retrieval evaluation"
+    agent: Mapping[str, Any] | None = None  # eval/agent.py `compare`: single-shot vs the agent loop
 
     def __post_init__(self) -> None:
         for pair in self.pairs:
@@ -63,6 +64,8 @@ class EvalReport:
         }
         if self.answers is not None:
             data["answers"] = {m: summarise_answers(s, self.questions) for m, s in self.answers.items()}
+        if self.agent is not None:
+            data["agent"] = dict(self.agent)
         return data
 
     def _golden(self) -> dict[str, Any]:
@@ -143,6 +146,8 @@ def render_markdown(data: Mapping[str, Any], title: str) -> str:
     sections += [_hit_mrr_table(core), _question_table(core), _wins_section(core)]
     if "answers" in data:
         sections.append(_answers_table(data["answers"]))
+    if "agent" in data:
+        sections.append(_agent_section(data["agent"]))
     return "\n\n".join(s for s in sections if s) + "\n"
 
 
@@ -331,3 +336,36 @@ def _grounding_table(answers: Mapping[str, Mapping[str, Any]]) -> str:
 def _answer_cells(rates: Mapping[str, Any]) -> list[str]:
     keys = ("entity_recall", "precision", "exact", "not_found", "wrong", "refusal")
     return [_num(rates[k]) for k in keys]
+
+
+def _agent_section(agent: Mapping[str, Any]) -> str:
+    """Single-shot against the agent loop, per tier: notes read, answer scores, tool calls, tokens, wall time."""
+    c = agent["config"]
+    header = ["Tier", "n", "notes read: single / agent", "entity recall", "exact", "not found", "refusal",
+              "tool calls (agent)", "tokens: single / agent", "wall s: single / agent"]  # fmt: skip
+    groups = [*agent["tiers"].items(), ("**overall**", agent["overall"]), ("all", agent["all"])]
+    rows = []
+    for tier, g in groups:
+        s, a = g["single"], g["agent"]
+        pair = [f"{_num(s[k])} / {_num(a[k])}" for k in ("notes_recall", "entity_recall", "exact", "not_found",
+                                                         "refusal")]  # fmt: skip
+        tokens = f"{s['tokens']:,.0f} / {a['tokens']:,.0f} ({_ratio(g['tokens_ratio'])})"
+        wall = f"{s['seconds']:.1f} / {a['seconds']:.1f} ({_ratio(g['seconds_ratio'])})"
+        rows.append([tier, str(g["n"]), *pair, f"{a['tool_calls']:.1f}", tokens, wall])
+    stops = Counter(q["agent"].get("stop") for q in agent["questions"])
+    calls = Counter(call["tool"] for q in agent["questions"] for call in q["agent"].get("calls", []))
+    intro = (
+        f"Single-shot (`{c['single_shot']}`) against the agent loop ({c['agent']}, same model, "
+        f"{c['answer_tokens']} tokens per model call) on the same questions. *Notes read* is the recall of "
+        "the gold notes among the notes the answer could rest on: the retrieved context, or every note the "
+        "agent's tool results showed. *Tokens* are prompt + completion over every model call; *wall s* is "
+        "retrieval + generation for single-shot, the whole loop for the agent; in brackets: agent / single. "
+        "*overall* is the answerable questions, *all* every question."
+    )
+    lines = [f"- agent stops: {', '.join(f'{k} {v}' for k, v in sorted(stops.items(), key=str))}",
+             f"- tools called: {', '.join(f'{k} {v}' for k, v in calls.most_common()) or 'none'}"]  # fmt: skip
+    return f"## Single-shot vs agent\n\n{intro}\n\n" + _table(header, rows) + "\n\n" + "\n".join(lines)
+
+
+def _ratio(value: float | None) -> str:
+    return "—" if value is None else f"{value:.1f}x"

@@ -54,18 +54,19 @@ class Via(StrEnum):
 class Budget:
     """The most context a method may use; None means no limit on that axis.
 
-    ``match=K`` also caps the hop, question by question, at the notes and tokens that plain vector search at
-    k=K spends on the same question: a union then never hands over more context than ``vector@K`` would, so
-    "it retrieves more" cannot pass for "it retrieves better".
+    ``match=K`` also caps the hop, question by question, at the tokens that plain vector search at k=K spends
+    on the same question: a union then never hands over more tokens of context than ``vector@K`` would, so
+    "it retrieves more" cannot pass for "it retrieves better". Tokens are the cost that matters to the answerer;
+    the note count stays capped by ``notes`` only, so a union may hand over more, shorter, notes.
     """
 
     notes: int | None = None
     tokens: int | None = None
     match: int | None = None
 
-    def capped(self, notes: int, tokens: int) -> Budget:
-        """This budget, capped at ``notes`` and ``tokens`` (without ``match``: it has been applied)."""
-        return Budget(_least(self.notes, notes), _least(self.tokens, tokens))
+    def capped(self, tokens: int) -> Budget:
+        """This budget, capped at ``tokens`` (without ``match``: it has been applied)."""
+        return Budget(self.notes, _least(self.tokens, tokens))
 
 
 def _least(a: int | None, b: int) -> int:
@@ -291,11 +292,11 @@ class Retriever:
         )
 
     def _budget(self, question: str, qvec: np.ndarray, spec: SearchSpec) -> Budget:
-        """The hop's budget for this question: ``spec.budget``, capped at vector@match's spend when it asks so."""
+        """The hop's budget for this question: ``spec.budget``, capped at vector@match's tokens when it asks so."""
         if spec.budget.match is None:
             return spec.budget
         reference = self._vector(question, qvec, spec.budget.match, Seeds.DENSE)
-        return spec.budget.capped(len(reference), sum(h.tokens for h in reference))
+        return spec.budget.capped(sum(h.tokens for h in reference))
 
     def _hop(self, question: str, qvec: np.ndarray, first: list[Hit], spec: SearchSpec, budget: Budget) -> list[Hit]:
         seeds = {h.note_id: h.score for h in first}

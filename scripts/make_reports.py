@@ -4,9 +4,11 @@
 
 Bundles and indexes go to out/reports-work/ (ignored by git); reports/ receives:
 - link-health-<vault>.md / .json / .html for every shared vault;
-- eval-<vault>.md / .json / .png / .html: every method and neighbour ranker on the golden sets (offline MiniLM);
+- eval-<vault>.md / .json / .png / -frontier.png / .html: every method and neighbour ranker on every golden set
+  (golden/<vault>.jsonl, offline MiniLM);
 - with --answers, the children-of-ash report also scores answers from the Gemma 3 270M GGUF;
-- ranker-selection.md: the default neighbour ranker chosen on one golden set and confirmed on the other.
+- ranker-selection.md: the default search chosen blind, leave one vault out (scripts/select_default.py, which
+  reuses its cached scores in out/reports-work/selection-<vault>.json when they exist).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 VAULTS = ROOT.parent / "shared" / "vaults"
 WORK = ROOT / "out" / "reports-work"
 REPORTS = ROOT / "reports"
-EVALS = {"thellade": "thellade", "children-of-ash": "children-of-ash"}
+EVALS = sorted(p.stem for p in (ROOT / "golden").glob("*.jsonl"))  # every golden set, named after its vault
 
 
 def cli(*args: str) -> None:
@@ -44,13 +46,14 @@ def main() -> None:
             shutil.copyfile(bundle / f"link-health.{ext}", REPORTS / f"link-health-{vault}.{ext}")
     if args.skip_eval:
         return
-    for vault, golden in EVALS.items():
+    for vault in EVALS:
         bundle = WORK / vault
         cli("index", str(bundle), "--embedder", "minilm", "--no-progress")
         extra = ["--answers"] if args.answers and vault == "children-of-ash" else []
-        cli("eval", str(bundle), "--golden", f"golden/{golden}.jsonl", "--out", "reports",
+        cli("eval", str(bundle), "--golden", f"golden/{vault}.jsonl", "--out", "reports",
             "--stem", f"eval-{vault}", "--rankers", "all", *extra)  # fmt: skip
-    subprocess.run([sys.executable, str(ROOT / "scripts" / "choose_ranker.py")], check=True, cwd=ROOT)
+    selection = [sys.executable, str(ROOT / "scripts" / "select_default.py"), "--work", str(WORK), "--reuse"]
+    subprocess.run(selection, check=True, cwd=ROOT)
 
 
 if __name__ == "__main__":

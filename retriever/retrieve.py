@@ -29,7 +29,7 @@ from retriever.store import ChunkHit, ChunkStore
 GRAPH_SEEDS = 5
 _CONTEXT_RANKERS = frozenset({"context", "rrf", "rrf-lex"})
 _LEXICAL_RANKERS = frozenset({"lexical", "lex-dense", "lex-dense-hub", "rrf", "rrf-lex"})
-DEFAULT_RANKER = "lex-dense-hub"  # chosen on one golden set, confirmed on the other: reports/ranker-selection.md
+DEFAULT_RANKER = "lex-dense"  # the default search's hop ranker: chosen blind, see DEFAULT_SPEC
 
 
 class Mode(StrEnum):
@@ -117,7 +117,9 @@ def _member(enum: type[StrEnum], value: object, what: str) -> Any:
         raise RetrieverError(f"unknown {what} {value!r}; choose one of {', '.join(enum)}") from None
 
 
-DEFAULT_SPEC = SearchSpec(Mode.UNION, 10, Seeds.DENSE, DEFAULT_RANKER, True, Budget(notes=15, tokens=6000, match=15))
+DEFAULT_SPEC = SearchSpec(
+    Mode.UNION, 10, Seeds.HYBRID, DEFAULT_RANKER, True, Budget(notes=15, tokens=6000, match=15), dedup=True
+)
 """What ``search``, ``ask``, ``chat`` and the tools do with no options: chosen blind, leave one vault out, by
 ``scripts/select_default.py`` (reports/ranker-selection.md). The hop never spends more than vector@15 would."""
 

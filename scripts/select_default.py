@@ -1,6 +1,6 @@
 """Choose the default search blind: leave one vault out, pick on the others, score on it (eval/select.py).
 
-    python scripts/select_default.py [--work out/eval-work] [--vaults a,b] [--reuse]
+    python scripts/select_default.py [--work out/reports-work] [--vaults a,b] [--reuse]
 
 For every golden set ``golden/<vault>.jsonl`` it converts ``../shared/vaults/<vault>`` into WORK/<vault> and indexes
 it with the offline MiniLM (only changed notes are embedded again), runs ``vector@15`` and every
@@ -97,7 +97,7 @@ def paired_cells(data: dict[str, Any], method: str) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--work", type=Path, default=ROOT / "out" / "eval-work")
+    parser.add_argument("--work", type=Path, default=ROOT / "out" / "reports-work")
     parser.add_argument("--vaults", default="")
     parser.add_argument("--reuse", action="store_true")
     args = parser.parse_args()

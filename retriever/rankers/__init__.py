@@ -7,9 +7,9 @@ each:
 - ``context``: similarity of the question to the sentences that link the neighbour to a seed;
 - ``support``: how many seeds link it, weighted by how well those seeds matched;
 - ``lexical``: BM25 of the question over the neighbour's title, aliases and text;
-- ``lex-dense``: reciprocal rank fusion of lexical and dense;
-- ``lex-dense-hub`` (the default, see reports/ranker-selection.md): reciprocal rank fusion of lexical and
-  dense-hub;
+- ``lex-dense`` (the default search's, see reports/ranker-selection.md): reciprocal rank fusion of lexical
+  and dense;
+- ``lex-dense-hub``: reciprocal rank fusion of lexical and dense-hub;
 - ``rrf``: reciprocal rank fusion of context, support, lexical and dense;
 - ``rrf-lex``: reciprocal rank fusion of context, support and lexical (no dense);
 - ``file``: vault path order, the naive baseline.

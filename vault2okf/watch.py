@@ -1,0 +1,344 @@
+"""``watch``: keep a bundle (and, with ``--index``, its index) following the vault as it is edited.
+
+One full ``convert`` at the start, then one rebuild per burst of file events (``watchfiles``; a burst ends
+after ``--debounce`` ms without events). A rebuild is a whole ``convert``: built beside the bundle and
+swapped in atomically (docs/adr-002-bundle-swap.md), so the bundle is always one whole conversion, never a
+mix. With an indexer (injected by the composition root, ``vault2okf/cli.py``: this package does not import
+the retriever), the index is synced after each rebuild; it embeds only the notes whose text changed.
+
+A rebuild that fails (a broken config, another run holding the bundle lock, a bug) is one report line;
+the watcher keeps going and retries at the next change. A note that cannot be parsed is converted anyway
+and its problem is named on the line. SIGINT/SIGTERM stop the watcher after the rebuild in progress (the
+bundle stays whole); a second signal interrupts the rebuild, which leaves the previous bundle in place.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import queue
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import typer
+
+from vault2okf.config import load_config
+from vault2okf.convert import ConvertResult, convert
+from vault2okf.errors import Vault2OkfError
+from vault2okf.walk import SKIPPED_DIRS, is_excluded
+
+Indexer = Callable[..., Any]  # retriever.index.index_bundle(bundle, embedder_name=, device=, progress=)
+Echo = Callable[[str], None]
+SHOWN = 4  # paths named per kind of change on one line
+
+
+@dataclass(frozen=True)
+class Changes:
+    """What one rebuild changed in the bundle, by vault path (a rename: same body under a new path)."""
+
+    added: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    renamed: tuple[tuple[str, str], ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.changed or self.removed or self.renamed)
+
+    def describe(self) -> str:
+        if not self:
+            return "no note changed"
+        parts = [
+            _named("changed", self.changed),
+            _named("added", self.added),
+            _named("renamed", [f"{a} -> {b_}" for a, b_ in self.renamed]),
+            _named("removed", self.removed),
+        ]
+        return "; ".join(p for p in parts if p)
+
+
+def _named(kind: str, paths: Iterable[str]) -> str:
+    items = list(paths)
+    if not items:
+        return ""
+    more = f" (+{len(items) - SHOWN} more)" if len(items) > SHOWN else ""
+    return f"{kind} {', '.join(items[:SHOWN])}{more}"
+
+
+def bundle_notes(out: Path) -> dict[str, str]:
+    """vault path -> content hash of the body, for the notes of the bundle at ``out`` now ({} when none)."""
+    path = out / "okf.duckdb"
+    if not path.is_file():
+        return {}
+    try:
+        with duckdb.connect(str(path), read_only=True) as con:
+            rows = con.execute("SELECT vault_path, md5(body) FROM concepts").fetchall()
+    except duckdb.Error:
+        return {}
+    return {str(p): str(h) for p, h in rows}
+
+
+def diff_notes(before: dict[str, str], after: dict[str, str]) -> Changes:
+    added = sorted(set(after) - set(before))
+    removed = sorted(set(before) - set(after))
+    changed = sorted(p for p in set(before) & set(after) if before[p] != after[p])
+    renamed = []
+    for old in list(removed):  # a removed note whose body reappears under one added path: a rename
+        match = [new for new in added if after[new] == before[old]]
+        if len(match) == 1:
+            renamed.append((old, match[0]))
+            removed.remove(old)
+            added.remove(match[0])
+    return Changes(tuple(added), tuple(changed), tuple(removed), tuple(renamed))
+
+
+def vault_filter(vault: Path, exclude: tuple[str, ...]) -> Callable[[Any, str], bool]:
+    """Events worth a rebuild: files the walk would read (not hidden, not under .obsidian/.git/.trash or an
+    excluded folder); ``vault2okf.toml`` counts, since it changes the conversion."""
+    root = vault.resolve()
+
+    def keep(_change: Any, path: str) -> bool:
+        try:
+            rel = Path(path).resolve().relative_to(root).as_posix()
+        except ValueError:
+            return False
+        parts = rel.split("/")
+        if any(p in SKIPPED_DIRS or (p.startswith(".") and p != ".md") for p in parts):
+            return False
+        return not any(is_excluded("/".join(parts[: i + 1]), p, exclude) for i, p in enumerate(parts))
+
+    return keep
+
+
+class Watcher:
+    """The rebuild loop; ``run`` returns when ``stop`` is set (the signal handlers set it)."""
+
+    def __init__(
+        self,
+        vault: Path,
+        out: Path,
+        *,
+        config_path: Path | None = None,
+        force: bool = False,
+        indexer: Indexer | None = None,
+        index_options: dict[str, Any] | None = None,
+        debounce_ms: int = 300,
+        echo: Echo = typer.echo,
+    ) -> None:
+        self.vault, self.out = vault.resolve(), out.resolve()
+        self.config_path, self.force = config_path, force
+        self.indexer, self.index_options = indexer, dict(index_options or {})
+        self.debounce_ms = debounce_ms
+        self.echo = echo
+        self.stop = threading.Event()
+        self.busy = False
+        self.rebuilds = 0
+        self.problems: set[tuple[str, str]] = set()
+
+    def start(self) -> None:
+        """The first full convert (and index); errors here are the command's errors (exit 1)."""
+        started = time.perf_counter()
+        before = bundle_notes(self.out)
+        result = convert(self.vault, self.out, config_path=self.config_path, force=self.force)
+        self.problems = _problems(result)
+        index = self._index() if self.indexer else ""
+        changes = diff_notes(before, bundle_notes(self.out))
+        seconds = time.perf_counter() - started
+        self.echo(f"{_now()} start: {_summary(result, changes, index, seconds, self.problems)}")
+
+    def run(self) -> None:
+        """Watch first (so that no edit made during the first convert is missed), convert, then rebuild once
+        per burst of events until ``stop`` is set. Events that arrive during a rebuild make the next one."""
+        exclude = load_config(self.vault, self.config_path).exclude if self._config_ok() else ()
+        batches: queue.Queue[int] = queue.Queue()
+        ready = threading.Event()
+        failed: list[BaseException] = []
+        thread = threading.Thread(
+            target=self._events, args=(exclude, batches, ready, failed), name="vault2okf-watch", daemon=True
+        )
+        thread.start()
+        try:
+            while not ready.wait(0.1):
+                if failed or not thread.is_alive():
+                    raise Vault2OkfError(f"cannot watch {self.vault}: {_error(failed[0]) if failed else 'stopped'}")
+            self.start()
+            self.echo(f"{_now()} watching {self.vault} -> {self.out} (Ctrl-C to stop)")
+            while not self.stop.is_set():
+                try:
+                    events = batches.get(timeout=0.2)  # short waits: signals are handled in this thread
+                except queue.Empty:
+                    if failed:
+                        raise Vault2OkfError(f"watching {self.vault} failed: {_error(failed[0])}") from None
+                    continue
+                while not batches.empty():  # bursts that queued up during a rebuild: one rebuild for all
+                    events += batches.get()
+                self.rebuild(events)
+        finally:
+            self.stop.set()
+            thread.join(timeout=5)
+
+    def _events(
+        self, exclude: tuple[str, ...], batches: queue.Queue[int], ready: threading.Event, failed: list[BaseException]
+    ) -> None:
+        from watchfiles import watch
+
+        step = max(1, self.debounce_ms)
+        try:
+            for batch in watch(
+                self.vault,
+                watch_filter=vault_filter(self.vault, exclude),
+                step=step,  # a burst ends after this long without events...
+                debounce=max(20 * step, 2000),  # ...or after this long at most
+                stop_event=self.stop,
+                rust_timeout=100,  # the first timeout says the watcher is running
+                yield_on_timeout=True,
+                raise_interrupt=False,
+            ):
+                ready.set()
+                if batch:
+                    batches.put(len(batch))
+        except Exception as exc:  # noqa: BLE001 - handed to the main thread, which says so and stops
+            failed.append(exc)
+
+    def rebuild(self, events: int = 0) -> bool:
+        """Convert (and index) again; one line either way. False when the rebuild failed."""
+        self.rebuilds += 1
+        head = f"{_now()} rebuild {self.rebuilds} ({events} file event{'s' * (events != 1)}):"
+        started = time.perf_counter()
+        self.busy = True
+        try:
+            before = bundle_notes(self.out)
+            try:
+                result = convert(self.vault, self.out, config_path=self.config_path, force=self.force)
+            except Exception as exc:  # noqa: BLE001 - a failed rebuild is a report line, never the end of the watch
+                self.echo(f"{head} convert failed, bundle unchanged: {_error(exc)}; retrying at the next change")
+                return False
+            changes = diff_notes(before, bundle_notes(self.out))
+            problems = _problems(result)
+            new = problems - self.problems
+            self.problems = problems
+            index = self._index() if self.indexer and changes else ""
+            seconds = time.perf_counter() - started
+            self.echo(f"{head} {_summary(result, changes, index, seconds, new)}")
+            return True
+        finally:
+            self.busy = False
+
+    def _index(self) -> str:
+        assert self.indexer is not None
+        started = time.perf_counter()
+        try:
+            r = self.indexer(self.out, progress=False, **self.index_options)
+        except Exception as exc:  # noqa: BLE001 - the bundle is fine; the index catches up at the next rebuild
+            return f"; index failed: {_error(exc)}"
+        took = time.perf_counter() - started
+        return f"; index {took:.2f}s ({r.added} embedded, {r.removed} removed, {r.chunks} chunks)"
+
+    def _config_ok(self) -> bool:
+        try:
+            load_config(self.vault, self.config_path)
+        except Vault2OkfError:
+            return False
+        return True
+
+    @contextmanager
+    def signals(self) -> Iterator[None]:
+        """SIGINT/SIGTERM: stop after the rebuild in progress; a second one interrupts it (KeyboardInterrupt)."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+
+        def handle(signum: int, _frame: Any) -> None:
+            if self.stop.is_set():
+                raise KeyboardInterrupt
+            self.stop.set()
+            if self.busy:
+                self.echo(f"{_now()} stopping after this rebuild (signal again to interrupt it)")
+
+        old = {s: signal.signal(s, handle) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for s, h in old.items():
+                signal.signal(s, h)
+
+
+def _problems(result: ConvertResult) -> set[tuple[str, str]]:
+    return {(path, f"{p.kind}: {p.message}") for path, p in result.report.problems}
+
+
+def _summary(
+    result: ConvertResult, changes: Changes, index: str, seconds: float, problems: set[tuple[str, str]]
+) -> str:
+    totals = result.report.to_json()["totals"]["by_status"]
+    shown = sorted(problems)[:2]
+    problem = "".join(f"; problem in {p}: {_clip(m)}" for p, m in shown)
+    if len(problems) > len(shown):
+        problem += f" (+{len(problems) - len(shown)} more in {result.out / 'link-health.md'})"
+    return (
+        f"{changes.describe()} -> {result.notes} notes, {totals['broken']} broken links, "
+        f"{len(result.report.problems)} problem(s); convert {result.seconds:.2f}s{index}; {seconds:.2f}s in all"
+        f"{problem}"
+    )
+
+
+def _clip(text: str, width: int = 120) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _error(exc: BaseException) -> str:
+    if isinstance(exc, Vault2OkfError | OSError):
+        return _clip(str(exc), 300)
+    return _clip(f"{type(exc).__name__}: {exc}", 300)
+
+
+def _now() -> str:
+    return dt.datetime.now().strftime("%H:%M:%S")
+
+
+def watch_command(indexer: Indexer | None = None, check_embedder: Callable[[str], None] | None = None) -> Any:
+    """The ``watch`` command; the composition root passes the retriever's indexer (``index_bundle``) and its
+    embedder check, so this package never imports the retriever."""
+
+    def watch_cmd(
+        vault: Path = typer.Argument(..., help="The Obsidian vault folder (read only, never modified)."),
+        out: Path = typer.Option(..., "-o", "--out", help="The bundle folder to keep up to date."),
+        index: bool = typer.Option(False, "--index", help="Also keep the bundle's index (Chroma) up to date."),
+        embedder: str = typer.Option("bge-m3", "--embedder", help="With --index: bge-m3, minilm, or a folder."),
+        device: str = typer.Option("cpu", "--device", help="With --index: where the embedder runs (cpu, cuda)."),
+        debounce: int = typer.Option(300, "--debounce", help="Rebuild after this many ms without file events."),
+        config: Path | None = typer.Option(None, "--config", help="A vault2okf.toml (default: VAULT/vault2okf.toml)."),
+        force: bool = typer.Option(False, "--force", help="Replace a bundle holding files vault2okf did not write."),
+    ) -> None:
+        """Convert VAULT into BUNDLE, then rebuild it (and with --index its index) whenever the vault changes."""
+        if debounce < 0:
+            raise Vault2OkfError(f"--debounce {debounce}: give a number of milliseconds, 0 or more")
+        if index and indexer is None:
+            raise Vault2OkfError("--index is not available: the retriever is not installed")
+        if index and check_embedder is not None:
+            check_embedder(embedder)  # an unknown name or missing weights fail before any work
+        options = {"embedder_name": embedder, "device": device}
+        watcher = Watcher(
+            vault,
+            out,
+            config_path=config,
+            force=force,
+            indexer=indexer if index else None,
+            index_options=options,
+            debounce_ms=debounce,
+        )
+        try:
+            with watcher.signals():
+                watcher.run()
+        except KeyboardInterrupt:
+            typer.echo(f"{_now()} interrupted; the bundle at {watcher.out} is the last whole conversion")
+            raise typer.Exit(130) from None
+        typer.echo(f"{_now()} stopped after {watcher.rebuilds} rebuild(s); {watcher.out} is the last whole conversion")
+
+    return watch_cmd

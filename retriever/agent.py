@@ -498,9 +498,10 @@ def _json_object(text: str) -> dict[str, Any] | None:
     start = text.find("{")
     if start < 0:
         return None
+    body = text[start:].rstrip()
     for closer in _CLOSERS:
-        try:
-            value = json.loads(text[start:].rstrip() + closer)
+        try:  # raw_decode: whatever follows a whole object (a stray token after the grammar ended) is ignored
+            value, _ = json.JSONDecoder().raw_decode(body + closer)
         except ValueError:
             continue
         return value if isinstance(value, dict) else None

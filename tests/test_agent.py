@@ -250,3 +250,13 @@ def test_ask_agent_json_with_the_270m_gemma_on_a_shared_vault(tmp_path: Path) ->
     cited = {c["note_id"] for c in data["citations"]}
     shown = {n for c in data["trace"]["calls"] for n in c["notes"]}
     assert cited <= shown  # nothing cited that no tool result showed
+
+
+def test_a_local_models_step_is_read_when_cut_off_or_followed_by_more() -> None:
+    from retriever.agent import _json_object
+
+    whole = '{"tool": "answer", "arguments": {"answer": "not found in the vault", "citations": [], "not_found": true}}'
+    assert _json_object(whole + " }")["arguments"]["not_found"] is True
+    assert _json_object('{"tool": "search", "arguments": {"query": "the bronze k') == {
+        "tool": "search", "arguments": {"query": "the bronze k"}}  # fmt: skip
+    assert _json_object("no json here") is None

@@ -42,8 +42,11 @@ def _mount() -> None:
     from eval.cli import eval_cmd
     from retriever.chat import chat_cmd
     from retriever.cli import ask_cmd, index_cmd, search_cmd
+    from retriever.embed import check_embedder
+    from retriever.index import index_bundle
     from retriever.mcp_server import mcp_cmd
     from vault2okf.commands import convert_cmd, links_cmd
+    from vault2okf.watch import watch_command
 
     app.command("convert")(convert_cmd)
     app.command("links")(links_cmd)
@@ -53,6 +56,7 @@ def _mount() -> None:
     app.command("chat")(chat_cmd)
     app.command("eval")(eval_cmd)
     app.command("mcp")(mcp_cmd)
+    app.command("watch")(watch_command(index_bundle, check_embedder))
 
 
 _mount()

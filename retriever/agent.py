@@ -26,7 +26,7 @@ import copy
 import json
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -264,6 +264,8 @@ def run_agent(
     headings = {n.note_id: seen.headings.get(n.note_id, []) for n in context}
     reply = decision.answer if decision.answer is not None else decision.raw
     parsed = parse(reply, context, headings)  # citations outside the tool results are dropped here
+    if parsed.citations and parsed.text.strip().casefold() == NOT_FOUND:  # the refusal is exact: nothing to cite
+        parsed = replace(parsed, citations=(), not_found=True)
     seconds = time.perf_counter() - start
     answer = Answer(
         text=parsed.text,
@@ -453,7 +455,7 @@ class LlamaAgent:
         data = _json_object(raw)
         tokens = {"prompt_tokens": count, "completion_tokens": completion, "raw": raw, "finish": finish}
         if data is None or data.get("tool") == ANSWER_TOOL or not isinstance(data.get("arguments"), dict):
-            answer = data.get("arguments") if data and isinstance(data.get("arguments"), dict) else raw
+            answer = data.get("arguments") if data and isinstance(data.get("arguments"), dict) else _inner(raw)
             return Decision(answer=answer, **tokens)
         return Decision(calls=((f"call_{len(self.turns) + 1}", str(data["tool"]), data["arguments"]),), **tokens)
 
@@ -488,6 +490,13 @@ def _call_text(tool: str, arguments: Mapping[str, Any]) -> str:
 
 def _result_text(result: ToolResult) -> str:
     return quoted(result.text)
+
+
+def _inner(raw: str) -> str:
+    """An answer call cut off past repair here: its ``arguments`` text, which ``structured.parse`` closes the
+    ways an answer can be cut (inside the text, inside a citation)."""
+    key = raw.find('"arguments":')
+    return raw[key + len('"arguments":') :].strip() if raw.lstrip().startswith('{"tool"') and key >= 0 else raw
 
 
 _CLOSERS = ("", '"}}', "}}", '"}}}', '"]}}', '"}]}}', "]}}", "}")

@@ -260,3 +260,22 @@ def test_a_local_models_step_is_read_when_cut_off_or_followed_by_more() -> None:
     assert _json_object('{"tool": "search", "arguments": {"query": "the bronze k') == {
         "tool": "search", "arguments": {"query": "the bronze k"}}  # fmt: skip
     assert _json_object("no json here") is None
+
+
+def test_a_cut_off_answer_call_is_parsed_and_a_cited_refusal_cites_nothing(tools, client) -> None:
+    from retriever.agent import _inner
+    from retriever.answer.structured import parse
+
+    cut = ('{"tool": "answer", "arguments": {"answer": "Widow Hale hid it." , "citations": [ {"note_id": '
+           '"People/Widow Hale", "heading": ""}, {"note_id": "Sessions/Ses')  # fmt: skip
+    seen = Seen(tools)
+    seen.add(ToolResult("read_note", {"id": "People/Widow Hale"}, json.dumps({"id": "People/Widow Hale"}), False,
+                        1.0, ("People/Widow Hale",)))  # fmt: skip
+    parsed = parse(_inner(cut), seen.notes(), {})
+    assert parsed.text == "Widow Hale hid it." and [c.note_id for c in parsed.citations] == ["People/Widow Hale"]
+    refusal = {"answer": NOT_FOUND, "not_found": False, "citations": [{"note_id": "People/Widow Hale", "heading": ""}]}
+    with Stubber(client) as stub:
+        stub.add_response("converse", turn(("a", "read_note", {"id": "People/Widow Hale"})), expect(AUTO))
+        stub.add_response("converse", turn(("b", ANSWER_TOOL, refusal)), expect(AUTO))
+        result = run_agent("Who rules the village?", tools, BedrockAgent(MODEL, client=client))
+    assert result.answer.not_found and not result.answer.citations

@@ -109,12 +109,35 @@ def cold(bundle: Path, runs: int) -> None:
     done = subprocess.run([sys.executable, "-c", probe, str(bundle)], capture_output=True, text=True, cwd=ROOT)
     loaded = json.loads(done.stdout.strip().splitlines()[-1])
     imported = ", ".join(f"{m} {'yes' if v else 'no'}" for m, v in loaded.items())
-    say(f"       modules a search imports: {imported}")
+    say(f"       imported by a search (FlagEmbedding = the package's __init__): {imported}")
     wall, out = median_wall([*CLI, "ask", str(bundle), ASK_Q, "--answer-tokens", "64", "--json"], runs, quiet)
     data = json.loads(out)
     tokens, t = data["tokens"], data["timings_ms"]
     say(f"cold   ask --answer-tokens 64 --json (270M) {fmt(wall, 10)}; answer {t.get('answer_ms', 0) / 1000:.2f} s "
         f"for {tokens['prompt']} prompt + {tokens['completion']} completion tokens")  # fmt: skip
+    say(f"       — {load()}")
+
+
+def baseline(bundle: Path, code: Path, runs: int) -> None:
+    """The same cold commands with another checkout's code (e.g. ``git archive 52d1584``), alternating with this
+    one, so both see the same load."""
+    say(f"## A/B against the code in {code} ({runs} alternating runs each, medians) — {load()}")
+    boot = "import sys; sys.path.insert(0, sys.argv.pop(1)); from vault2okf.cli import app; app()"
+    theirs = [sys.executable, "-c", boot]
+    for label, args in (
+        ("search --json", ["search", str(bundle), SEARCH_Q, "--json"]),
+        ("index, nothing changed", ["index", str(bundle), "--embedder", "minilm"]),
+    ):
+        new, old, new_cpu, old_cpu = [], [], [], []
+        for _ in range(runs):
+            wall, _ = median_wall([*CLI, *args], 1)
+            new.append(wall)
+            new_cpu.append(CPU[-1])
+            wall, _ = median_wall([theirs[0], theirs[1], theirs[2], str(code), *args], 1)
+            old.append(wall)
+            old_cpu.append(CPU[-1])
+        say(f"{label:<24} this code {statistics.median(new):6.2f} s [CPU {statistics.median(new_cpu):.2f} s]   "
+            f"baseline {statistics.median(old):6.2f} s [CPU {statistics.median(old_cpu):.2f} s]")  # fmt: skip
     say(f"       — {load()}")
 
 
@@ -170,17 +193,18 @@ def warm(bundle: Path, golden: Path) -> None:
     opened = time.perf_counter() - start
     say(f"open + prepare (table from {'Chroma' if retriever.store else 'the saved copy'}): {opened:.2f} s")
     for label in ("pass 1", "pass 2"):
-        embeds, retrieves, walls = [], [], []
+        embeds, retrieves, walls, cpus = [], [], [], []
         for q in questions:
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             r = retriever.search(q, DEFAULT_SPEC)
             walls.append((time.perf_counter() - t) * 1000)
+            cpus.append((time.process_time() - c) * 1000)
             embeds.append(r.timings.get("embed_ms", 0.0))
             retrieves.append(r.timings.get("retrieve_ms", 0.0))
         p50, p95 = _pct(walls, 50), _pct(walls, 95)
         verdict = "met" if p50 <= 60 and p95 <= 120 else "MISSED"
         say(f"{label}: embedding + retrieval p50 {p50:.1f} ms, p95 {p95:.1f} ms (targets 60 / 120 ms: {verdict}); "
-            f"embed p50 {_pct(embeds, 50):.1f} ms, "
+            f"CPU p50 {_pct(cpus, 50):.1f} / p95 {_pct(cpus, 95):.1f} ms; embed p50 {_pct(embeds, 50):.1f} ms, "
             f"retrieve p50 {_pct(retrieves, 50):.1f} / p95 {_pct(retrieves, 95):.1f} ms")  # fmt: skip
     say(f"       — {load()}")
 
@@ -271,7 +295,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=2, help="prompt-speed rounds (each: the answerer, then plain)")
     parser.add_argument("--out", type=Path, default=ROOT / "reports" / "bench-ask.txt")
-    parser.add_argument("--skip", action="append", default=[], help="cold, prompt, warm, index, topk")
+    parser.add_argument("--skip", action="append", default=[], help="cold, baseline, prompt, warm, index, topk")
+    parser.add_argument("--baseline", type=Path, default=None, help="a checkout of older code to compare with")
     args = parser.parse_args()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     ensure_bundle(args.bundle, args.vault)
@@ -281,6 +306,7 @@ def main() -> None:
         f"{sys.version.split()[0]}; MiniLM index; start {load()}")  # fmt: skip
     parts = {
         "cold": lambda: cold(args.bundle, args.runs),
+        "baseline": lambda: baseline(args.bundle, args.baseline, args.runs) if args.baseline else None,
         "prompt": lambda: prompt_speed(args.bundle, args.rounds),
         "warm": lambda: warm(args.thellade, args.golden),
         "index": lambda: no_change([args.bundle, args.thellade], args.runs),

@@ -35,7 +35,13 @@ CLI = Path(sys.executable).parent / "vault2okf"
 KILLS = 20
 PER_ROUND = 5  # kills between two reruns to the end
 BATCH = "8"  # chunks per write while embedding: many points to be killed between
-ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "VAULT2OKF_EMBED_BATCH": BATCH}
+ENV = {
+    **os.environ,
+    "HF_HUB_OFFLINE": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+    "VAULT2OKF_EMBED_BATCH": BATCH,
+    "VAULT2OKF_PROGRESS": "1",  # the kill points are read from the embed bar, which a pipe would otherwise not get
+}
 
 pytestmark = pytest.mark.slow
 

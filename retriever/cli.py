@@ -70,13 +70,15 @@ def index_cmd(
         None, "--chroma-path", help="Persistent Chroma folder (default in bundle)."
     ),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar while embedding."),
+    device: str = typer.Option("cpu", "--device", help="torch device for the embedder: cpu, cuda, cuda:1, mps."),
 ) -> None:
     """Chunk and embed BUNDLE into Chroma; only new or changed chunks are embedded."""
     from retriever.index import index_bundle
 
     result = index_bundle(
-        bundle, embedder_name=embedder, chroma_path=chroma_path, chroma_url=chroma_url, progress=progress
-    )
+        bundle, embedder_name=embedder, chroma_path=chroma_path, chroma_url=chroma_url, progress=progress,
+        device=device,
+    )  # fmt: skip
     typer.echo(
         f"{result.notes} notes, {result.chunks} chunks in {result.collection} ({result.embedder}): "
         f"{result.added} embedded, {result.removed} removed, {result.unchanged} unchanged, {result.seconds:.1f}s"

@@ -595,20 +595,9 @@ class BedrockAgent:
         return Decision(calls=calls, raw=text, **tokens)
 
     def _converse(self, request: dict[str, Any]) -> dict[str, Any]:
-        from botocore.exceptions import BotoCoreError, ClientError
+        from retriever.answer.bedrock import converse
 
-        from retriever.answer.bedrock import RETRYABLE, error_code, explain
-
-        for attempt in range(self.max_retries + 1):
-            try:
-                return self._client.converse(**request)
-            except ClientError as error:
-                if error_code(error) not in RETRYABLE or attempt == self.max_retries:
-                    raise explain(error, self.model, self.max_retries) from error
-                self._sleep(self.base_delay * 2**attempt)
-            except BotoCoreError as error:
-                raise explain(error, self.model, self.max_retries) from error
-        raise AssertionError("unreachable")  # pragma: no cover
+        return converse(self, request)
 
 
 def get_driver(name: str, *, model: str | None = None, **opts: Any) -> Driver:

@@ -96,19 +96,25 @@ class BedrockAnswerer:
         )
 
     def _converse(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Call Converse, backing off exponentially on throttling / unavailable / model-not-ready."""
-        from botocore.exceptions import BotoCoreError, ClientError
+        return converse(self, request)
 
-        for attempt in range(self.max_retries + 1):
-            try:
-                return self._client.converse(**request)
-            except ClientError as error:
-                if error_code(error) not in RETRYABLE or attempt == self.max_retries:
-                    raise explain(error, self.model, self.max_retries) from error
-                self._sleep(self.base_delay * 2**attempt)
-            except BotoCoreError as error:
-                raise explain(error, self.model, self.max_retries) from error
-        raise AssertionError("unreachable")  # pragma: no cover
+
+def converse(caller: Any, request: dict[str, Any]) -> dict[str, Any]:
+    """Call Converse with ``caller``'s client, backing off exponentially on throttling / unavailable /
+    model-not-ready; ``caller`` has ``_client``, ``model``, ``max_retries``, ``base_delay`` and ``_sleep``
+    (the answerer here and the agent loop's Bedrock model)."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    for attempt in range(caller.max_retries + 1):
+        try:
+            return caller._client.converse(**request)
+        except ClientError as error:
+            if error_code(error) not in RETRYABLE or attempt == caller.max_retries:
+                raise explain(error, caller.model, caller.max_retries) from error
+            caller._sleep(caller.base_delay * 2**attempt)
+        except BotoCoreError as error:
+            raise explain(error, caller.model, caller.max_retries) from error
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def make_client(region: str | None, profile: str | None) -> Any:

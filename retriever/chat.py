@@ -20,7 +20,19 @@ import typer
 
 from retriever.answer.base import Answerer, Backend
 from retriever.ask import AskResult, ask
-from retriever.cli import BUNDLE, CHROMA_URL, _answer_options, search_options
+from retriever.cli import (
+    ANSWER_TOKENS,
+    BUNDLE,
+    CHROMA_URL,
+    GPU_LAYERS,
+    LLM,
+    MODEL,
+    N_CTX,
+    PROFILE,
+    REGION,
+    _answer_options,
+    search_options,
+)
 from retriever.errors import RetrieverError
 from retriever.retrieve import Retrieval, Retriever, SearchSpec
 
@@ -165,15 +177,13 @@ def _readline_history() -> None:
 @search_options
 def chat_cmd(
     bundle: Path = BUNDLE,
-    llm: Backend = typer.Option(Backend.LLAMA, "--llm", help="llama (local Gemma GGUF) or bedrock (AWS Converse)."),
-    model: str | None = typer.Option(None, "--model", help="GGUF path for llama; model ID for bedrock."),
-    region: str | None = typer.Option(None, "--region", help="AWS region for bedrock (else AWS_REGION)."),
-    profile: str | None = typer.Option(None, "--profile", help="AWS profile for bedrock (else AWS_PROFILE)."),
-    gpu_layers: int = typer.Option(
-        0, "--gpu-layers", help="Layers to offload (llama.cpp built with Vulkan; -1 = all)."
-    ),
-    n_ctx: int = typer.Option(8192, "--n-ctx", min=256, help="llama.cpp context window in tokens."),
-    answer_tokens: int = typer.Option(512, "--answer-tokens", min=1, help="Most tokens in the answer."),
+    llm: Backend = LLM,
+    model: str | None = MODEL,
+    region: str | None = REGION,
+    profile: str | None = PROFILE,
+    gpu_layers: int = GPU_LAYERS,
+    n_ctx: int = N_CTX,
+    answer_tokens: int = ANSWER_TOKENS,
     chroma_url: str | None = CHROMA_URL,
     verbose: bool = typer.Option(False, "--verbose", help="Let model libraries print their progress and logs."),
     *,

@@ -24,6 +24,14 @@ from retriever.retrieve import DEFAULT_SPEC, Budget, Mode, Retriever, SearchSpec
 BUNDLE = typer.Argument(..., help="A bundle written by `vault2okf convert`.")
 QUESTION = typer.Argument(..., help="The question.")
 CHROMA_URL = typer.Option(None, "--chroma-url", help="A Chroma server (http://host:port) instead of the bundle's.")
+# The answer options of every command that answers (`ask`, `chat`): one definition each.
+LLM = typer.Option(Backend.LLAMA, "--llm", help="llama (local Gemma GGUF) or bedrock (AWS Converse).")
+MODEL = typer.Option(None, "--model", help="GGUF path for llama; model ID for bedrock.")
+REGION = typer.Option(None, "--region", help="AWS region for bedrock (else AWS_REGION).")
+PROFILE = typer.Option(None, "--profile", help="AWS profile for bedrock (else AWS_PROFILE).")
+GPU_LAYERS = typer.Option(0, "--gpu-layers", help="Layers to offload (llama.cpp built with Vulkan; -1 = all).")
+N_CTX = typer.Option(8192, "--n-ctx", min=256, help="llama.cpp context window in tokens.")
+ANSWER_TOKENS = typer.Option(512, "--answer-tokens", min=1, help="Most tokens in the answer.")
 D = DEFAULT_SPEC  # every default below is the default search's (retriever/retrieve.py)
 SEARCH_OPTIONS = (  # name, type, option: one definition for every command that searches
     ("mode", Mode, typer.Option(D.mode, "--mode", help="vector | graph (k=5 seeds + hop) | union (vector + hop).")),
@@ -116,15 +124,13 @@ def search_cmd(
 def ask_cmd(
     bundle: Path = BUNDLE,
     question: str = QUESTION,
-    llm: Backend = typer.Option(Backend.LLAMA, "--llm", help="llama (local Gemma GGUF) or bedrock (AWS Converse)."),
-    model: str | None = typer.Option(None, "--model", help="GGUF path for llama; model ID for bedrock."),
-    region: str | None = typer.Option(None, "--region", help="AWS region for bedrock (else AWS_REGION)."),
-    profile: str | None = typer.Option(None, "--profile", help="AWS profile for bedrock (else AWS_PROFILE)."),
-    gpu_layers: int = typer.Option(
-        0, "--gpu-layers", help="Layers to offload (llama.cpp built with Vulkan; -1 = all)."
-    ),
-    n_ctx: int = typer.Option(8192, "--n-ctx", min=256, help="llama.cpp context window in tokens."),
-    answer_tokens: int = typer.Option(512, "--answer-tokens", min=1, help="Most tokens in the answer."),
+    llm: Backend = LLM,
+    model: str | None = MODEL,
+    region: str | None = REGION,
+    profile: str | None = PROFILE,
+    gpu_layers: int = GPU_LAYERS,
+    n_ctx: int = N_CTX,
+    answer_tokens: int = ANSWER_TOKENS,
     chroma_url: str | None = CHROMA_URL,
     as_json: bool = typer.Option(False, "--json", help="Answer, citations, retrieved notes, timings as JSON."),
     agent: bool = typer.Option(

@@ -194,9 +194,7 @@ def chat_cmd(
 
     if verbose:
         os.environ["VAULT2OKF_VERBOSE"] = "1"
-    options: dict[str, Any] = _answer_options(llm, region, profile, gpu_layers, n_ctx, answer_tokens)
-    if verbose and llm == Backend.LLAMA:
-        options["verbose"] = True
+    options: dict[str, Any] = _answer_options(llm, region, profile, gpu_layers, n_ctx, answer_tokens)  # + verbose
     check_answerer(llm, model=model)  # a missing GGUF or model ID fails here, before any model loads
     started = time.perf_counter()
     retriever = Retriever.open(bundle, chroma_url=chroma_url)

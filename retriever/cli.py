@@ -205,4 +205,6 @@ def _answer_options(
 ) -> dict[str, Any]:
     if llm == "bedrock":
         return {"region": region, "profile": profile, "max_tokens": tokens}
-    return {"n_gpu_layers": gpu_layers, "n_ctx": n_ctx, "max_tokens": tokens}
+    from retriever.embed import verbose  # `vault2okf --verbose`: llama.cpp's log lines too
+
+    return {"n_gpu_layers": gpu_layers, "n_ctx": n_ctx, "max_tokens": tokens, "verbose": verbose()}

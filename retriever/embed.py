@@ -7,8 +7,9 @@ and are cached per process.
 
 Start-up is lean and quiet: `FlagModel` is imported from its own module, without the package's fine-tuning code
 (peft, datasets, the trainer: seconds of imports); torch gets one thread per physical core; the Hugging Face
-progress bars and warnings stay off unless ``VAULT2OKF_VERBOSE=1``. Offline means offline: the hub is never
-contacted unless ``VAULT2OKF_DOWNLOAD=1`` says so, and missing BGE-M3 weights are an error at once.
+progress bars and warnings stay off unless ``vault2okf --verbose`` (``VAULT2OKF_VERBOSE=1``). Offline means
+offline: the hub is never contacted unless ``vault2okf --download`` (``VAULT2OKF_DOWNLOAD=1``) says so, and missing
+BGE-M3 weights are an error at once.
 """
 
 import contextlib
@@ -41,7 +42,10 @@ BGE_M3_HINT = (
     f"here, or download to a folder and set {BGE_M3_ENV}=/path/to/bge-m3; or use the bundled offline model "
     "with `--embedder minilm`."
 )
-BGE_M3_DOWNLOAD = f"To let vault2okf download them now (about 2.3 GB from the Hugging Face hub), set {DOWNLOAD_ENV}=1."
+BGE_M3_DOWNLOAD = (
+    "To let vault2okf download them now (about 2.3 GB from the Hugging Face hub), run it with `vault2okf "
+    f"--download ...` (or set {DOWNLOAD_ENV}=1)."
+)
 
 
 class Embedder(Protocol):
@@ -99,7 +103,14 @@ class FlagEmbedder:
         return _normalise(vectors.float().cpu().numpy().reshape(len(clean), -1))
 
     def embed_query(self, text: str) -> np.ndarray:
+        """One question: one pass of the network (`_forward`), on ``query_threads`` threads.
+
+        Not ``encode``, which per call re-casts and re-moves the model, then runs the question twice (its
+        out-of-memory probe, then the real batch): ~60 ms for MiniLM on one core where one pass is ~20 ms.
+        The first call (`_with_dim`'s probe) goes through ``encode``, which puts the model on its device."""
         with _torch_threads(self.query_threads):
+            if self.dim and _has_forward(self.model):
+                return self._forward([text])[0]
             return self._encode([text])[0]
 
     def _encode(self, texts: list[str]) -> np.ndarray:

@@ -2,10 +2,18 @@
 
 It holds the one error handler: a library error (each package's base exception) is printed as one line
 ``Error: <message>`` with exit status 1; usage errors (a bad option or argument) keep click's exit status 2.
+
+Commands are mounted lazily: ``vault2okf search ...`` imports the module of ``search`` only, not those of
+``convert`` (YAML, the walker), ``mcp`` (DuckDB's SQL tool, the MCP SDK) or ``eval`` (matplotlib). ``--help``
+lists them all, and so imports them all.
 """
 
 from __future__ import annotations
 
+import difflib
+import importlib
+import os
+from collections.abc import Callable
 from typing import Any
 
 import typer
@@ -16,9 +24,65 @@ from retriever.errors import RetrieverError
 from vault2okf.errors import Vault2OkfError
 
 LIBRARY_ERRORS = (Vault2OkfError, RetrieverError, EvalError, OSError)  # OSError: disk full, permission denied...
+VERBOSE_ENV = "VAULT2OKF_VERBOSE"  # the same switches as retriever.embed's (this module must not import it)
+DOWNLOAD_ENV = "VAULT2OKF_DOWNLOAD"
+
+
+def _watch() -> Callable[..., None]:
+    from retriever.embed import check_embedder
+    from retriever.index import index_bundle
+    from vault2okf.watch import watch_command
+
+    return watch_command(index_bundle, check_embedder)  # type: ignore[no-any-return]
+
+
+COMMANDS: dict[str, str | Callable[[], Callable[..., None]]] = {  # name: "module:function", or a factory
+    "convert": "vault2okf.commands:convert_cmd",
+    "links": "vault2okf.commands:links_cmd",
+    "index": "retriever.cli:index_cmd",
+    "search": "retriever.cli:search_cmd",
+    "ask": "retriever.cli:ask_cmd",
+    "chat": "retriever.chat:chat_cmd",
+    "eval": "eval.cli:eval_cmd",
+    "mcp": "retriever.mcp_server:mcp_cmd",
+    "watch": _watch,
+}
+SETTINGS: dict[str, Any] = {
+    "add_completion": False,
+    "rich_markup_mode": None,  # plain click output: an error is one line, not a box
+    "pretty_exceptions_enable": False,
+}
+
+
+def _command(name: str) -> Any:
+    """The click command of ``name``, its module imported now."""
+    target = COMMANDS[name]
+    if isinstance(target, str):
+        module, function = target.split(":")
+        callback = getattr(importlib.import_module(module), function)
+    else:
+        callback = target()
+    one = typer.Typer(**SETTINGS)
+    one.command(name)(callback)
+    return typer.main.get_command(one)
 
 
 class _Commands(TyperGroup):
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            self.commands[cmd_name] = _command(cmd_name)
+        return self.commands.get(cmd_name)
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        name = args[0] if args else ""
+        if name and name not in COMMANDS and not name.startswith("-"):  # click's message, from the names alone
+            matches = ", ".join(repr(m) for m in difflib.get_close_matches(name, list(COMMANDS)))
+            ctx.fail(f"No such command {name!r}." + (f" Did you mean {matches}?" if matches else ""))
+        return super().resolve_command(ctx, args)
+
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
@@ -30,33 +94,24 @@ class _Commands(TyperGroup):
 app = typer.Typer(
     cls=_Commands,
     no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,  # plain click output: an error is one line, not a box
-    pretty_exceptions_enable=False,
     help="Obsidian vault -> OKF bundle, questions, evaluation.",
+    **SETTINGS,
 )
 
 
-def _mount() -> None:
-    """Mount the retriever's and the harness's thin commands (imported lazily inside each command)."""
-    from eval.cli import eval_cmd
-    from retriever.chat import chat_cmd
-    from retriever.cli import ask_cmd, index_cmd, search_cmd
-    from retriever.embed import check_embedder
-    from retriever.index import index_bundle
-    from retriever.mcp_server import mcp_cmd
-    from vault2okf.commands import convert_cmd, links_cmd
-    from vault2okf.watch import watch_command
-
-    app.command("convert")(convert_cmd)
-    app.command("links")(links_cmd)
-    app.command("index")(index_cmd)
-    app.command("search")(search_cmd)
-    app.command("ask")(ask_cmd)
-    app.command("chat")(chat_cmd)
-    app.command("eval")(eval_cmd)
-    app.command("mcp")(mcp_cmd)
-    app.command("watch")(watch_command(index_bundle, check_embedder))
-
-
-_mount()
+@app.callback()
+def _options(
+    verbose: bool = typer.Option(
+        False, "--verbose", help=f"Let model libraries print their progress bars and logs (or {VERBOSE_ENV}=1)."
+    ),
+    download: bool = typer.Option(
+        False,
+        "--download",
+        help=f"Let the embedder download missing weights from the Hugging Face hub (or {DOWNLOAD_ENV}=1).",
+    ),
+) -> None:
+    """Obsidian vault -> OKF bundle, questions, evaluation."""
+    if verbose:
+        os.environ[VERBOSE_ENV] = "1"
+    if download:
+        os.environ[DOWNLOAD_ENV] = "1"

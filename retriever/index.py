@@ -9,6 +9,8 @@ vector) and the note hashes it was built from, stamped with the Chroma data's fi
 and an `index` whose notes all hash the same returns before any embedder or Chroma client loads.
 """
 
+from __future__ import annotations
+
 import hashlib
 import json
 import os
@@ -16,16 +18,19 @@ import time
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from retriever.chunk import Chunk, chunk_note
 from retriever.embed import DEFAULT_EMBEDDER, Embedder, check_embedder, get_embedder
 from retriever.embed import embedder_name as name_of_embedder
 from retriever.errors import RetrieverError
+from retriever.graph import load_graph
 from retriever.lock import bundle_lock, check_no_stranded_index
-from retriever.memory import ChunkTable
+from retriever.memory import ChunkTable, Lexical
 from retriever.okf import concept_texts
 from retriever.store import ChunkStore, chroma_fingerprint, collection_name, default_chroma_path, open_client
+
+if TYPE_CHECKING:
+    from retriever.chunk import Chunk
 
 MAX_TOKENS = 400
 MIN_TOKENS = 40
@@ -145,6 +150,11 @@ def table_path(bundle_dir: Path | str, collection: str) -> Path:
     return Path(bundle_dir) / ".vault2okf" / f"table-{collection}.npz"
 
 
+def lexical_path(bundle_dir: Path | str, collection: str) -> Path:
+    """The BM25 indexes of the saved table (`memory.Lexical.save`), stamped like it."""
+    return Path(bundle_dir) / ".vault2okf" / f"lexical-{collection}.npz"
+
+
 def _chroma_dir(bundle_dir: Path | str, chroma_path: Path | str | None) -> Path:
     return Path(chroma_path).resolve() if chroma_path else default_chroma_path(bundle_dir).resolve()
 
@@ -156,6 +166,7 @@ def _save_table(bundle_dir: Path | str, info: IndexInfo, store: ChunkStore, note
     before = chroma_fingerprint(chroma_dir, info.collection)
     path = table_path(bundle_dir, info.collection)
     path.unlink(missing_ok=True)  # a table of an older state must never outlive it
+    lexical_path(bundle_dir, info.collection).unlink(missing_ok=True)  # nor its BM25 indexes
     if before is None:
         return
     table = ChunkTable.from_store(store)
@@ -163,6 +174,19 @@ def _save_table(bundle_dir: Path | str, info: IndexInfo, store: ChunkStore, note
         return
     meta = {"fingerprint": before, "chroma_dir": str(chroma_dir), "info": asdict(info), "note_hashes": note_hashes}
     table.save(path, meta)
+    table.stamp = before
+    _save_lexical(bundle_dir, info, table)
+
+
+def _save_lexical(bundle_dir: Path | str, info: IndexInfo, table: ChunkTable) -> None:
+    """The saved table's BM25 indexes (chunks, and notes by title, aliases and text), so a search loads them."""
+    import duckdb
+
+    try:
+        graph = load_graph(Path(bundle_dir))
+    except duckdb.Error:  # an okf.duckdb without the graph's columns (a hand-made one): the first search saves it
+        return
+    Lexical(table, graph).save(lexical_path(bundle_dir, info.collection))
 
 
 def _cached_table(bundle_dir: Path | str, info: IndexInfo) -> tuple[ChunkTable, dict[str, Any]] | None:
@@ -233,6 +257,8 @@ def load_concepts(bundle_dir: Path | str) -> list[tuple[str, str, str]]:
 
 
 def chunk_concepts(concepts: list[tuple[str, str, str]]) -> list[Chunk]:
+    from retriever.chunk import chunk_note  # markdown-it: index work, not a search's
+
     return [
         chunk
         for cid, title, body in concepts

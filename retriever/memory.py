@@ -27,6 +27,7 @@ from retriever.graph import NoteGraph
 from retriever.store import ChunkHit, ChunkStore
 
 TABLE_FORMAT = 1  # the layout of a saved table; another number is not read
+LEXICAL_FORMAT = 1  # the layout of a saved pair of BM25 indexes (`Lexical.save`)
 
 _WORD = re.compile(r"\w\w+")
 _STOP = frozenset(
@@ -44,6 +45,7 @@ class ChunkTable:
     tokens: np.ndarray  # int, per chunk
     vectors: np.ndarray  # (n, dim) float32, L2-normalised
     rows_of: dict[str, list[int]]  # note id -> chunk rows in document order
+    stamp: str | None = None  # the Chroma fingerprint a saved table was copied at; None: read from Chroma
 
     @classmethod
     def from_store(cls, store: ChunkStore) -> ChunkTable:
@@ -125,7 +127,8 @@ class ChunkTable:
         rows_of: dict[str, list[int]] = defaultdict(list)
         for row, note in enumerate(notes):
             rows_of[note].append(row)
-        return cls(ids, notes, texts, tokens, vectors, dict(rows_of)), meta
+        stamp = meta.get("fingerprint")
+        return cls(ids, notes, texts, tokens, vectors, dict(rows_of), stamp if isinstance(stamp, str) else None), meta
 
     def best_chunk(self, note_id: str, qvec: np.ndarray) -> tuple[int, float] | None:
         """(row, similarity) of the note's chunk closest to the question."""
@@ -160,25 +163,68 @@ def words(text: str) -> list[str]:
 
 
 class Lexical:
-    """BM25 (bm25s) over notes (title + aliases + chunk texts) and over chunks, each built on first use."""
+    """BM25 over notes (title + aliases + chunk texts) and over chunks, each built on first use.
 
-    def __init__(self, table: ChunkTable, graph: NoteGraph) -> None:
+    With ``saved`` (``lexical-COLLECTION.npz``, written by `index` beside the table: ``save``), both come from
+    that file while it was made from this table (the same Chroma fingerprint and chunk count) and, for the
+    notes, from the same titles and aliases; else they are built here, as before.
+    """
+
+    def __init__(self, table: ChunkTable, graph: NoteGraph, saved: Path | None = None) -> None:
         self.table = table
         self.graph = graph
         self.note_ids = sorted(table.rows_of)
+        self.saved = saved
 
     @cached_property
-    def notes(self) -> Any:
+    def _from_file(self) -> dict[str, Bm25]:
+        """The indexes in ``saved`` that still describe this table and these notes (none when it is stale)."""
+        if self.saved is None or self.table.stamp is None:
+            return {}
+        try:
+            with np.load(self.saved, allow_pickle=False) as data:
+                meta = json.loads(bytes(data["meta"]).decode())
+                if meta.get("format") != LEXICAL_FORMAT or meta.get("table") != self._table_key:
+                    return {}
+                kinds = ["chunks"] + (["notes"] if meta.get("notes") == self._notes_key else [])
+                return {kind: Bm25.from_arrays(data, kind) for kind in kinds}
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):  # missing or damaged: build instead
+            return {}
+
+    @property
+    def _table_key(self) -> list[Any]:
+        return [self.table.stamp, len(self.table.ids)]
+
+    @cached_property
+    def _notes_key(self) -> str:
+        """What the note index is made from besides the table's texts: every note's title and aliases."""
+        digest = hashlib.sha256()
+        for note in self.note_ids:
+            c = self.graph.concepts.get(note)
+            digest.update(json.dumps([note, c.title, list(c.aliases)] if c else [note]).encode() + b"\n")
+        return digest.hexdigest()
+
+    @property
+    def stale(self) -> bool:
+        """Whether ``saved`` lacks an index this table could have loaded (so a save would help)."""
+        return self.saved is not None and self.table.stamp is not None and len(self._from_file) < 2
+
+    @cached_property
+    def notes(self) -> Bm25:
+        if "notes" in self._from_file:
+            return self._from_file["notes"]
         note_docs = []
         for note in self.note_ids:
             c = self.graph.concepts.get(note)
             head = f"{c.title} {' '.join(c.aliases)} " if c else ""
             note_docs.append(words(head * 2 + " ".join(self.table.texts[r] for r in self.table.rows_of[note])))
-        return _bm25(note_docs)
+        return Bm25.build(note_docs)
 
     @cached_property
-    def chunks(self) -> Any:
-        return _bm25([words(t) for t in self.table.texts])
+    def chunks(self) -> Bm25:
+        if "chunks" in self._from_file:
+            return self._from_file["chunks"]
+        return Bm25.build([words(t) for t in self.table.texts])
 
     def note_scores(self, question: str) -> dict[str, float]:
         q = words(question)
@@ -189,13 +235,84 @@ class Lexical:
         q = words(question)
         return self.chunks.get_scores(q) if q else np.zeros(len(self.table.texts), dtype=np.float32)
 
+    def save(self, path: Path) -> None:
+        """Write both indexes to ``path``, stamped with the table's and the notes' keys, atomically (a reader, or a
+        run killed here, sees the old file or the new one). A table read from Chroma has no stamp: nothing is
+        written."""
+        if self.table.stamp is None:
+            return
+        meta = {"format": LEXICAL_FORMAT, "table": self._table_key, "notes": self._notes_key}
+        arrays = {"meta": _blob([json.dumps(meta, sort_keys=True)])[0]}
+        for kind, index in (("chunks", self.chunks), ("notes", self.notes)):
+            arrays.update(index.arrays(kind))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        part = path.with_name(f"{path.name}.part-{os.getpid()}.npz")
+        try:
+            np.savez(part, **arrays)  # type: ignore[arg-type]
+            os.replace(part, path)
+        finally:
+            part.unlink(missing_ok=True)
 
-def _bm25(docs: list[list[str]]) -> Any:
-    import bm25s
 
-    index = bm25s.BM25()
-    index.index(docs, show_progress=False)
-    return index
+@dataclass(frozen=True)
+class Bm25:
+    """A BM25 index as bm25s builds it (its defaults: Lucene BM25, k1 1.5, b 0.75): for each term a column of
+    (document, score) pairs in CSC layout, and the vocabulary. Scoring adds the columns of the query's terms in
+    query order, as bm25s's numpy scorer does, so the scores are the same; only building needs bm25s.
+    """
+
+    data: np.ndarray  # float32 scores, column by column
+    indices: np.ndarray  # the document of each score
+    indptr: np.ndarray  # where each term's column starts (one more than there are terms)
+    num_docs: int
+    vocab: dict[str, int]  # term -> column
+
+    @classmethod
+    def build(cls, docs: list[list[str]]) -> Bm25:
+        import bm25s
+
+        index = bm25s.BM25()
+        index.index(docs, show_progress=False)
+        s = index.scores
+        data, indices, indptr = (np.asarray(s[key]) for key in ("data", "indices", "indptr"))
+        return cls(data, indices, indptr, int(s["num_docs"]), dict(index.vocab_dict))
+
+    def get_scores(self, query: list[str]) -> np.ndarray:
+        scores = np.zeros(self.num_docs, dtype=self.data.dtype)
+        for term in query:
+            column = self.vocab.get(term)
+            if column is not None and column + 1 < len(self.indptr):  # bm25s's "" term has no column
+                start, end = self.indptr[column], self.indptr[column + 1]
+                np.add.at(scores, self.indices[start:end], self.data[start:end])
+        return scores
+
+    def arrays(self, kind: str) -> dict[str, np.ndarray]:
+        terms = sorted(self.vocab, key=self.vocab.__getitem__)
+        blob, ends = _blob(terms)
+        return {
+            f"{kind}_data": self.data,
+            f"{kind}_indices": self.indices,
+            f"{kind}_indptr": self.indptr,
+            f"{kind}_docs": np.array([self.num_docs], dtype=np.int64),
+            f"{kind}_terms": blob,
+            f"{kind}_terms_ends": ends,
+            f"{kind}_columns": np.array([self.vocab[t] for t in terms], dtype=np.int64),
+        }
+
+    @classmethod
+    def from_arrays(cls, data: Any, kind: str) -> Bm25:
+        terms = _unblob(data[f"{kind}_terms"], data[f"{kind}_terms_ends"])
+        columns = data[f"{kind}_columns"].tolist()
+        index = cls(
+            np.asarray(data[f"{kind}_data"]),
+            np.asarray(data[f"{kind}_indices"]),
+            np.asarray(data[f"{kind}_indptr"]),
+            int(data[f"{kind}_docs"][0]),
+            dict(zip(terms, columns, strict=True)),
+        )
+        if len(index.data) != len(index.indices) or not len(index.indptr) or index.indptr[-1] != len(index.data):
+            raise ValueError(f"{kind}: the saved BM25 arrays do not fit together")
+        return index
 
 
 class ContextVectors:

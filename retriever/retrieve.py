@@ -8,6 +8,7 @@ and stops at a context budget (notes and tokens), so methods can be compared at 
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -167,11 +168,13 @@ class Retriever:
         embedder: Embedder,
         graph: NoteGraph,
         table: ChunkTable | None = None,
+        lexical_file: Path | None = None,
     ) -> None:
         self.bundle = bundle
         self.store = store
         self.embedder = embedder
         self.graph = graph
+        self.lexical_file = lexical_file  # the BM25 indexes `index` saved beside the table (`Lexical.save`)
         if table is None:
             if store is None:
                 raise RetrieverError("a Retriever needs a chunk table or a store to read one from")
@@ -187,15 +190,16 @@ class Retriever:
     ) -> Retriever:
         """Open an indexed bundle; the bundle and its schema are checked before the embedder loads."""
         from retriever.embed import get_embedder
-        from retriever.index import open_table
+        from retriever.index import lexical_path, open_table
 
         graph = graph or load_graph(bundle)
         info, table, store = open_table(bundle, chroma_url=chroma_url)
-        return cls(bundle, store, get_embedder(info.embedder_spec, device=device), graph, table)
+        embedder = get_embedder(info.embedder_spec, device=device)
+        return cls(bundle, store, embedder, graph, table, lexical_path(bundle, info.collection))
 
     @cached_property
     def lexical(self) -> Lexical:
-        return Lexical(self.table, self.graph)
+        return Lexical(self.table, self.graph, self.lexical_file)
 
     @cached_property
     def contexts(self) -> ContextVectors:
@@ -217,6 +221,9 @@ class Retriever:
             _ = self.lexical.notes
         if spec.seeds is Seeds.HYBRID:
             _ = self.lexical.chunks
+        if self.lexical_file is not None and "lexical" in self.__dict__ and self.lexical.stale:
+            with contextlib.suppress(OSError):  # missing or stale (an older index, aliases edited): save it now
+                self.lexical.save(self.lexical_file)
         if spec.mode is not Mode.VECTOR and spec.ranker in _CONTEXT_RANKERS:
             _ = self.contexts
         if spec.mode is not Mode.VECTOR and spec.mentions:

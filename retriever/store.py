@@ -5,6 +5,8 @@ server instead. Telemetry is off and no collection gets an embedding function: v
 embedder, and Chroma never tries to download its own model.
 """
 
+from __future__ import annotations
+
 import hashlib
 import os
 import re
@@ -14,14 +16,16 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlparse
 
 import numpy as np
 
-from retriever.chunk import Chunk
 from retriever.embed import Embedder
 from retriever.errors import RetrieverError
+
+if TYPE_CHECKING:  # chunking (markdown-it) is index work: a search never imports it
+    from retriever.chunk import Chunk
 
 _PAGE = 1000
 PROGRESS_ENV = "VAULT2OKF_PROGRESS"  # 1: draw the embed bar even when stderr is not a terminal
@@ -204,7 +208,7 @@ class ChunkStore:
         self._refresh_metadata([c for c in wanted.values() if c.chunk_id not in embedded], stored, meta)
         return SyncStats(added=len(todo), removed=len(stale), unchanged=len(wanted) - len(todo) + len(kept))
 
-    def _refresh_metadata(self, chunks: list[Chunk], stored: dict[str, dict[str, Any]], meta: "_Metadata") -> None:
+    def _refresh_metadata(self, chunks: list[Chunk], stored: dict[str, dict[str, Any]], meta: _Metadata) -> None:
         """Unchanged chunks whose metadata is out of date (an edited note, an older index) get the current one,
         without re-embedding. Runs after every new chunk is stored, so a note is marked complete only then."""
         stale = [c for c in chunks if stored.get(c.chunk_id) != meta.of(c)]
@@ -212,7 +216,7 @@ class ChunkStore:
             self.collection.update(ids=[c.chunk_id for c in batch], metadatas=[meta.of(c) for c in batch])
 
     def _embed_and_add(
-        self, chunks: list[Chunk], embedder: Embedder, batch_size: int, progress: bool, meta: "_Metadata"
+        self, chunks: list[Chunk], embedder: Embedder, batch_size: int, progress: bool, meta: _Metadata
     ) -> None:
         from tqdm import tqdm
 

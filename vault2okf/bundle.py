@@ -165,7 +165,8 @@ def foreign_files(bundle: Path, marker: Mapping[str, Any]) -> list[str]:
     written = marker.get("files")
     if not isinstance(written, list | dict):
         return [f for f in found if f.split("/", 1)[0] not in LAYOUT]
-    return [f for f in found if f not in set(written)]
+    wrote = set(written)
+    return [f for f in found if f not in wrote]
 
 
 def seal(stage: Path) -> None:
@@ -244,12 +245,39 @@ def _held_message(fd: int, out: Path) -> str:
     )
 
 
-def write_tree(stage: Path, files: Mapping[str, str | bytes], copies: Mapping[str, Path]) -> None:
-    for folder in sorted({posixpath.dirname(rel) for rel in (*files, *copies)}):
-        (stage / folder).mkdir(parents=True, exist_ok=True)
+def write_tree(
+    stage: Path,
+    files: Mapping[str, str | bytes],
+    copies: Mapping[str, Path],
+    carried: Mapping[str, str] = {},
+    *,
+    folders: bool = True,
+) -> None:
+    """Write ``files`` (path -> content), copy ``copies`` (path -> a vault file) and hard-link ``carried``
+    (path -> the same file in the old bundle, unchanged; copied where the file system has no hard links).
+    ``folders=False``: the caller made the folders already (``make_folders``)."""
+    if folders:
+        make_folders(stage, (*files, *copies, *carried))
     with ThreadPoolExecutor(max_workers=8) as pool:  # file creation is I/O bound; threads overlap it
         list(pool.map(lambda item: _write_file(stage / item[0], item[1]), files.items()))
         list(pool.map(lambda item: shutil.copyfile(item[1], stage / item[0]), copies.items()))
+    root = str(stage)
+    for rel, old in carried.items():
+        try:
+            os.link(old, os.path.join(root, rel))
+        except OSError:
+            shutil.copy2(old, os.path.join(root, rel))
+
+
+def make_folders(stage: Path, paths: Iterable[str]) -> None:
+    """The folders holding ``paths`` (relative to ``stage``), parents first."""
+    made: set[str] = set()
+    for folder in sorted({posixpath.dirname(rel) for rel in paths}):
+        if folder and folder not in made:
+            os.makedirs(os.path.join(stage, folder), exist_ok=True)
+            while folder and folder not in made:
+                made.add(folder)
+                folder = posixpath.dirname(folder)
 
 
 def _write_file(path: Path, content: str | bytes) -> None:

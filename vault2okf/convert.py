@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import posixpath
 import shutil
 import time
@@ -14,9 +15,19 @@ from pathlib import Path
 from typing import Any
 
 from vault2okf import bundle as b
+from vault2okf.cache import (
+    ConvertCache,
+    NoteState,
+    cache_key,
+    output_sig,
+    universe_digest,
+    walk_digest,
+)
+from vault2okf.cache import load as load_cache
+from vault2okf.cache import save as save_cache
 from vault2okf.config import Config, load_config
-from vault2okf.db import ConceptRow, LinkRow, Tables, write_database
-from vault2okf.guard import Problems, note_meta_safe, read_note, resolve_note, rewrite_safe
+from vault2okf.db import ConceptRow, LinkRow, Tables, carry_database, write_database
+from vault2okf.guard import Problems, note_meta_safe, parse_safe, read_bytes, resolve_links_safe, rewrite_safe
 from vault2okf.html import link_health_html
 from vault2okf.meta import Meta, vault_base
 from vault2okf.names import assign_doc_paths
@@ -25,8 +36,8 @@ from vault2okf.report import LinkRecord, LinkReport, type_rows
 from vault2okf.resolve import NOTE_STATUSES, Resolution, Resolver, Status
 from vault2okf.rewrite import anchor, label
 from vault2okf.skill import skill_text
-from vault2okf.suggest import spelling_variants
-from vault2okf.walk import Walk, walk_vault
+from vault2okf.suggest import body_words, spelling_variants
+from vault2okf.walk import VaultFile, Walk, walk_vault
 
 _NOTE = (*NOTE_STATUSES, Status.SELF)
 _OKF_KEYS = ("type", "title", "description", "resource", "timestamp", "tags")
@@ -40,46 +51,334 @@ class ConvertResult:
     report: LinkReport
     seconds: float
     stages: dict[str, float]  # seconds per stage: walk, parse, resolve, write
+    unchanged: bool = False  # nothing changed since the last convert: the bundle was left as it was
+    reused: int = 0  # notes whose doc and rows were carried from the last convert unchanged
 
 
-def convert(vault: Path, out: Path, *, config_path: Path | None = None, force: bool = False) -> ConvertResult:
+def convert(
+    vault: Path, out: Path, *, config_path: Path | None = None, force: bool = False, full: bool = False
+) -> ConvertResult:
+    """Convert ``vault`` into the bundle ``out``, redoing only what changed since the last convert of it
+    (``vault2okf.cache``); ``full`` ignores what the last convert left. Either way the bundle is the one a
+    full convert writes."""
     clock = _Clock()
+    started = time.time_ns()
     vault, out = vault.resolve(), out.resolve()
     config = load_config(vault, config_path)
     b.check_output(vault, out, force=force)
     walk = walk_vault(vault, config.exclude)
     config = replace(config, base=vault_base([f.path for f in walk.notes]))
     clock.lap("walk")
-    problems: Problems = list(walk.problems)  # every step below reports here instead of raising
-    notes = [read_note(f, config, problems) for f in walk.notes]
-    metas = {n.path: note_meta_safe(n, f.mtime, config, problems) for n, f in zip(notes, walk.notes, strict=True)}
-    clock.lap("parse")
-    aliases = {p: m.aliases for p, m in metas.items() if m.aliases}
-    records = resolve_links(notes, walk, aliases, config, problems)
-    rendered = _render(notes, metas, walk, records, problems, vault.name)
-    report = LinkReport(
-        vault=vault.name,
-        notes=tuple(n.path for n in notes),
-        records=tuple(records),
-        problems=tuple(sorted([*problems, *((n.path, p) for n in notes for p in n.problems)], key=_by_path)),
-        skipped=walk.skipped,
-        aliases=aliases,
-        types=tuple(type_rows(metas.values())),
-        variants=tuple(spelling_variants(notes, aliases, records)),
-    )
-    clock.lap("resolve")
     with b.bundle_lock(out, "converting"):  # one convert or index of a bundle at a time
         b.prepare_output(vault, out, force=force)
+        key = cache_key(vault, vault.name, config)
+        old = None if full or force else load_cache(out, key)
+        if old is not None and old.unchanged(walk, out):
+            clock.lap("check")
+            report = old.report
+            return ConvertResult(out, len(walk.notes), len(report.records), report, clock.total(), clock.laps, True)
+        run = _Run(vault, out, walk, config, old, clock)
         stage = b.staging_dir(out)
         try:
-            _write(stage, out.name, vault, walk, notes, metas, records, report, clock, rendered)
+            new_cache = run.write(stage, key, started)
             b.seal(stage)
+            new_cache.files[b.MARKER] = output_sig(stage / b.MARKER)
+            save_cache(stage, new_cache)
         except BaseException:
             shutil.rmtree(stage, ignore_errors=True)
             raise
         b.swap_into_place(stage, out)  # never leaves `out` missing; a kill in it is finished by the next run
     clock.lap("swap")
-    return ConvertResult(out, len(notes), len(records), report, clock.total(), clock.laps)
+    report = run.report
+    return ConvertResult(out, len(walk.notes), len(run.records), report, clock.total(), clock.laps, reused=run.reused)
+
+
+class _Run:
+    """One convert: every note read, parsed, resolved and rendered, or its last result taken from ``old``."""
+
+    def __init__(
+        self, vault: Path, out: Path, walk: Walk, config: Config, old: ConvertCache | None, clock: _Clock
+    ) -> None:
+        self.vault, self.out, self.walk, self.config, self.clock = vault, out, walk, config, clock
+        self.old_db = out / "okf.duckdb"
+        db_intact = old is not None and output_sig(self.old_db) == old.files.get("okf.duckdb")
+        self.old = old if db_intact else None  # rows are carried from the old database, so it must be intact
+        self.problems: Problems = list(walk.problems)  # every step below reports here instead of raising
+        self.states: dict[str, dict[str, Any]] = {}  # vault path -> this run's NoteState fields
+        self.parsed: dict[str, Note] = {}
+        self.data: dict[str, bytes] = {}
+        self._parse()
+        clock.lap("parse")
+        self._resolve()
+        self._render()
+        clock.lap("resolve")
+
+    # -- reading ------------------------------------------------------------------------------------------
+    def _parse(self) -> None:
+        old = self.old.notes if self.old else {}
+        for f in self.walk.notes:
+            st = old.get(f.path)
+            if st is not None and self.old is not None and st.sig == f.sig and not self.old.racy(f):
+                self.states[f.path] = {"sig": f.sig, "content": st.content, "reuse": st}
+                continue
+            found: Problems = []
+            data = read_bytes(f, self.config, found)
+            content = _content(data, found)
+            if st is not None and content is not None and content == st.content:
+                self.states[f.path] = {"sig": f.sig, "content": content, "reuse": st}
+                if isinstance(data, bytes):
+                    self.data[f.path] = data
+                continue
+            note = data if isinstance(data, Note) else parse_safe(f.path, data, found)
+            self.parsed[f.path] = note
+            self.states[f.path] = {
+                "sig": f.sig,
+                "content": content,
+                "reuse": None,
+                "read_problems": tuple(p for _, p in found),
+            }
+            self._fresh_note(f.path, note)
+        self.problems.extend((p, pr) for p, s in self.states.items() for pr in self._read_problems(s))
+        for f in self.walk.notes:
+            s = self.states[f.path]
+            st = s["reuse"]
+            if st is not None and st.mtime == f.mtime and st.base == self.config.base:
+                s.update(mtime=f.mtime, base=st.base, meta=st.meta, meta_problems=st.meta_problems)
+            else:
+                found = []
+                meta = note_meta_safe(self.note(f.path), f.mtime, self.config, found)
+                s.update(mtime=f.mtime, base=self.config.base, meta=meta, meta_problems=tuple(p for _, p in found))
+            self.problems.extend((f.path, pr) for pr in s["meta_problems"])
+
+    def _read_problems(self, s: dict[str, Any]) -> tuple[Problem, ...]:
+        if "read_problems" not in s:
+            s["read_problems"] = s["reuse"].read_problems
+        return s["read_problems"]
+
+    def _fresh_note(self, path: str, note: Note) -> None:
+        s = self.states[path]
+        s.update(parse_problems=note.problems, links=note.links, words=body_words(note.body))
+
+    def note(self, path: str) -> Note:
+        """The parsed note, read again when it was taken from the cache (its content is the one cached)."""
+        if path not in self.parsed:
+            s = self.states[path]
+            file = self._files[path]
+            found: Problems = []
+            data = self.data.pop(path, None) or read_bytes(file, self.config, found)
+            note = data if isinstance(data, Note) else parse_safe(path, data, found)
+            self.parsed[path] = note
+            if _content(data, found) != s["content"]:  # changed since the walk: the next run will see it
+                s["content"] = None
+        return self.parsed[path]
+
+    @property
+    def _files(self) -> dict[str, VaultFile]:
+        if not hasattr(self, "_by_path"):
+            self._by_path = {f.path: f for f in self.walk.notes}
+        return self._by_path
+
+    def _get(self, path: str, name: str) -> Any:
+        s = self.states[path]
+        if name not in s:
+            s[name] = getattr(s["reuse"], name)
+        return s[name]
+
+    # -- resolving ----------------------------------------------------------------------------------------
+    def _resolve(self) -> None:
+        paths = [f.path for f in self.walk.notes]
+        self.aliases = {p: m.aliases for p in paths if (m := self.states[p]["meta"]).aliases}
+        self.universe = universe_digest(self.walk, self.aliases)
+        same = self.old is not None and self.old.universe == self.universe
+        resolver: Resolver | None = None
+        self.records: list[LinkRecord] = []
+        for path in paths:
+            s = self.states[path]
+            links = self._get(path, "links")
+            if same and s["reuse"] is not None:
+                s.update(resolved=s["reuse"].resolved, resolve_problems=s["reuse"].resolve_problems)
+            else:
+                resolver = resolver or _resolver(paths, self.walk, self.aliases, self.config)
+                found: Problems = []
+                pairs = resolve_links_safe(resolver, path, links, found)
+                s.update(resolved=tuple(r for _, r in pairs), resolve_problems=tuple(p for _, p in found))
+            self.problems.extend((path, p) for p in s["resolve_problems"])
+            self.records.extend(LinkRecord(path, lk, r) for lk, r in zip(links, s["resolved"], strict=True))
+
+    # -- rendering ----------------------------------------------------------------------------------------
+    def _render(self) -> None:
+        """Doc paths (collisions moved aside and reported), then each note's doc: carried from the old bundle
+        when everything it was made from is the same and the old file is as written, else made again."""
+        paths = [f.path for f in self.walk.notes]
+        doc_of, collisions = assign_doc_paths(paths)
+        self.problems.extend(collisions)
+        used = frozenset(r.resolution.path or "" for r in self.records if r.resolution.status is Status.ATTACHMENT)
+        doc_of.update({a.path: a.path for a in self.walk.attachments if a.path in used})
+        self.doc_of, self.used = doc_of, used
+        self.bodies: dict[str, str] = {}
+        self.docs: dict[str, b.Doc] = {}
+        self.carried: list[str] = []
+        for path in paths:
+            s = self.states[path]
+            s["inputs"] = (doc_of[path], tuple(doc_of.get(r.path) for r in s["resolved"] if r.path))
+            st = s["reuse"]
+            if st is not None and self._carries(path, st):
+                s.update(rewrite_problems=st.rewrite_problems, doc_problems=st.doc_problems, doc=st.doc)
+                self.carried.append(path)
+        rewrite: dict[str, tuple[Problem, ...]] = {}
+        for path in paths:
+            s = self.states[path]
+            if "doc" not in s:
+                note, found = self.note(path), list[tuple[str, Problem]]()
+                # strict=False: a note edited since the walk has other links; the next run redoes it
+                resolved = dict(zip(note.links, s["resolved"], strict=False))
+                self.bodies[path] = rewrite_safe(note, resolved, doc_of, found)
+                rewrite[path] = tuple(p for _, p in found)
+            self.problems.extend((path, p) for p in rewrite.get(path, s.get("rewrite_problems", ())))
+        for path in paths:
+            s = self.states[path]
+            if "doc" not in s:
+                note, found = self.note(path), []
+                resolved_map = {(path, lk): r for lk, r in zip(note.links, s["resolved"], strict=False)}
+                doc = _doc_safe(note, s["meta"], self.bodies[path], doc_of, resolved_map, self.vault.name, found)
+                s.update(rewrite_problems=rewrite[path], doc_problems=tuple(p for _, p in found), doc=doc)
+                self.docs[path] = doc
+                if "links" not in s:
+                    self._fresh_note(path, note)
+            self.problems.extend((path, p) for p in s["doc_problems"])
+        self.reused = len(self.carried)
+
+    def _carries(self, path: str, st: NoteState) -> bool:
+        s = self.states[path]
+        return (
+            st.inputs == s["inputs"]
+            and st.resolved == s["resolved"]
+            and st.meta == s["meta"]
+            and output_sig(os.path.join(self.out, b.CONCEPTS, st.doc.doc_path)) == st.output
+        )
+
+    # -- the report and the files -------------------------------------------------------------------------
+    @property
+    def report(self) -> LinkReport:
+        if not hasattr(self, "_report"):
+            paths = [f.path for f in self.walk.notes]
+            parse = [(p, pr) for p in paths for pr in self._get(p, "parse_problems")]
+            notes = [_Path(p) for p in paths]
+            words = {p: self._get(p, "words") for p in paths}
+            metas = [self.states[p]["meta"] for p in paths]
+            self._report = LinkReport(
+                vault=self.vault.name,
+                notes=tuple(paths),
+                records=tuple(self.records),
+                problems=tuple(sorted([*self.problems, *parse], key=_by_path)),
+                skipped=self.walk.skipped,
+                aliases=self.aliases,
+                types=tuple(type_rows(metas)),
+                variants=tuple(spelling_variants(notes, self.aliases, self.records, words)),
+            )
+        return self._report
+
+    def write(self, stage: Path, key: str, started: int) -> ConvertCache:
+        report = self.report
+        vault, doc_of, used = self.vault, self.doc_of, self.used
+        paths = [f.path for f in self.walk.notes]
+        carried = set(self.carried)
+        files: dict[str, str | bytes] = {}
+        links_from: dict[str, str] = {}
+        old_root = str(self.out)
+        docs, concepts, link_rows = [], [], []
+        for path in paths:
+            doc = self.states[path]["doc"]
+            rel = f"{b.CONCEPTS}/{doc.doc_path}"
+            docs.append(doc)
+            if path in carried:
+                links_from[rel] = os.path.join(old_root, rel)
+                continue
+            files[rel] = doc.text
+            note = self.note(path)
+            concepts.append(_concept_row(note, self.states[path]["meta"], doc, self.bodies[path]))
+        link_rows = [_link_row(r, doc_of) for r in self.records if r.source not in carried]
+        attachment_folders = {posixpath.dirname(p) for p in used if p}
+        for folder, text in b.folder_indexes(docs, vault.name, attachment_folders).items():
+            files[posixpath.join(b.CONCEPTS, folder, "index.md")] = text
+        types = dict(Counter(d.type for d in docs).most_common())
+        data = report.to_json()
+        files["SKILL.md"] = skill_text(vault.name, vault.name, types, data["totals"], folders=data["types"])
+        files["link-health.md"] = report.to_markdown()
+        files["link-health.json"] = report.to_json_text()
+        renamed = {p: f"{b.CONCEPTS}/{d}" for p, d in doc_of.items() if d != p}
+        files["link-health.html"] = link_health_html(data, renamed)
+        files[b.MARKER] = json.dumps({"tool": "vault2okf", "vault": vault.name, "okf_version": b.OKF_VERSION}) + "\n"
+        copies, old_copies = {}, self.old.attachments if self.old else {}
+        sources = {a.path: a for a in self.walk.attachments if a.path in used}
+        for path, a in sources.items():
+            rel = f"{b.CONCEPTS}/{path}"
+            was = old_copies.get(path)
+            if was is not None and was[0] == a.sig and output_sig(os.path.join(old_root, rel)) == was[1]:
+                links_from[rel] = os.path.join(old_root, rel)
+            else:
+                copies[rel] = a.abs_path
+        self.clock.lap("render")
+        meta = {"vault": vault.name, "okf_version": b.OKF_VERSION}
+        tables = Tables(concepts, link_rows)
+        b.make_folders(stage, (*files, *copies, *links_from))  # first: DuckDB's fsync would stall each mkdir
+        with ThreadPoolExecutor(max_workers=1) as pool:  # DuckDB loads while the files are written
+            if carried:
+                database = pool.submit(carry_database, stage / "okf.duckdb", self.old_db, tables, self.carried, meta)
+            else:
+                database = pool.submit(write_database, stage / "okf.duckdb", tables, meta)
+            b.write_tree(stage, files, copies, links_from, folders=False)
+            database.result()
+        self.clock.lap("write")
+        return self._cache(stage, key, started, files)
+
+    def _cache(self, stage: Path, key: str, started: int, files: dict[str, str | bytes]) -> ConvertCache:
+        notes, root = {}, str(stage)
+        for f in self.walk.notes:
+            s = self.states[f.path]
+            doc = s["doc"]
+            rel = f"{b.CONCEPTS}/{doc.doc_path}"
+            fields = {name: self._get(f.path, name) for name in _STATE_FIELDS}
+            notes[f.path] = NoteState(**fields, doc=replace(doc, text=""), output=output_sig(os.path.join(root, rel)))
+        docs = {f"{b.CONCEPTS}/{s['doc'].doc_path}" for s in self.states.values()}
+        others = {rel: output_sig(os.path.join(root, rel)) for rel in files if rel not in docs}
+        others["okf.duckdb"] = output_sig(stage / "okf.duckdb")
+        copied = [a for a in self.walk.attachments if a.path in self.used]
+        attachments = {a.path: (a.sig, output_sig(stage / b.CONCEPTS / a.path)) for a in copied}
+        walked = walk_digest(self.walk)
+        return ConvertCache(key, started, walked, self.universe, notes, attachments, others, self.report)
+
+
+_STATE_FIELDS = (
+    "sig", "content", "read_problems", "parse_problems", "links", "words", "mtime", "base", "meta",
+    "meta_problems", "resolved", "resolve_problems", "inputs", "rewrite_problems", "doc_problems",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Path:
+    path: str  # a note as spelling_variants needs it when its body_words are known
+
+
+def _content(data: bytes | Note, problems: Problems) -> str | None:
+    """The content key of what ``read_bytes`` gave: None for a note that could not be read (never reused)."""
+    if problems:
+        return None
+    if isinstance(data, Note):
+        return "big: " + "; ".join(p.message for p in data.problems)
+    return hashlib.sha256(data).hexdigest()
+
+
+def _resolver(paths: list[str], walk: Walk, aliases: dict[str, tuple[str, ...]], config: Config) -> Resolver:
+    return Resolver(
+        notes=paths,
+        attachments=[f.path for f in walk.attachments],
+        aliases=aliases,
+        overrides=config.overrides,
+        excluded=walk.excluded,
+        exclude=config.exclude,
+        excluded_names=config.excluded_names,
+    )
 
 
 class _Clock:
@@ -96,98 +395,8 @@ class _Clock:
         return time.perf_counter() - self.start
 
 
-def resolve_links(
-    notes: list[Note],
-    walk: Walk,
-    aliases: dict[str, tuple[str, ...]],
-    config: Config,
-    problems: Problems | None = None,
-) -> list[LinkRecord]:
-    resolver = Resolver(
-        notes=[n.path for n in notes],
-        attachments=[f.path for f in walk.attachments],
-        aliases=aliases,
-        overrides=config.overrides,
-        excluded=walk.excluded,
-        exclude=config.exclude,
-        excluded_names=config.excluded_names,
-    )
-    found = [] if problems is None else problems
-    return [LinkRecord(n.path, link, res) for n in notes for link, res in resolve_note(resolver, n, found)]
-
-
-@dataclass(frozen=True)
-class _Rendered:
-    doc_of: dict[str, str]  # vault path (notes and copied attachments) -> path under concepts/
-    bodies: dict[str, str]  # vault path -> the rewritten body
-    docs: dict[str, b.Doc]  # vault path -> the concept doc
-    used: frozenset[str]  # attachments that are linked, so copied
-
-
-def _render(
-    notes: list[Note],
-    metas: dict[str, Meta],
-    walk: Walk,
-    records: list[LinkRecord],
-    problems: Problems,
-    vault_name: str,
-) -> _Rendered:
-    """Doc paths (collisions moved aside and reported), every note's rewritten body and its concept doc."""
-    doc_of, collisions = assign_doc_paths(n.path for n in notes)
-    problems.extend(collisions)
-    used = frozenset(r.resolution.path or "" for r in records if r.resolution.status is Status.ATTACHMENT)
-    doc_of.update({a.path: a.path for a in walk.attachments if a.path in used})
-    resolved = {(r.source, r.link): r.resolution for r in records}
-    bodies = {n.path: rewrite_safe(n, {lk: resolved[(n.path, lk)] for lk in n.links}, doc_of, problems) for n in notes}
-    docs = {n.path: _doc_safe(n, metas[n.path], bodies[n.path], doc_of, resolved, vault_name, problems) for n in notes}
-    return _Rendered(doc_of, bodies, docs, used)
-
-
 def _by_path(item: tuple[str, Any]) -> str:
     return item[0]
-
-
-def _write(
-    stage: Path,
-    name: str,
-    vault: Path,
-    walk: Walk,
-    notes: list[Note],
-    metas: dict[str, Meta],
-    records: list[LinkRecord],
-    report: LinkReport,
-    clock: _Clock,
-    rendered: _Rendered,
-) -> None:
-    doc_of, used = rendered.doc_of, rendered.used
-    files: dict[str, str | bytes] = {}
-    docs, concepts = [], []
-    for note in notes:
-        body = rendered.bodies[note.path]
-        doc = rendered.docs[note.path]
-        files[f"{b.CONCEPTS}/{doc.doc_path}"] = doc.text
-        docs.append(doc)
-        concepts.append(_concept_row(note, metas[note.path], doc, body))
-    attachment_folders = {posixpath.dirname(p) for p in used if p}
-    for folder, text in b.folder_indexes(docs, vault.name, attachment_folders).items():
-        files[posixpath.join(b.CONCEPTS, folder, "index.md")] = text
-    types = dict(Counter(d.type for d in docs).most_common())
-    data = report.to_json()
-    files["SKILL.md"] = skill_text(vault.name, vault.name, types, data["totals"], folders=data["types"])
-    files["link-health.md"] = report.to_markdown()
-    files["link-health.json"] = report.to_json_text()
-    renamed = {p: f"{b.CONCEPTS}/{d}" for p, d in doc_of.items() if d != p}
-    files["link-health.html"] = link_health_html(data, renamed)
-    files[b.MARKER] = json.dumps({"tool": "vault2okf", "vault": vault.name, "okf_version": b.OKF_VERSION}) + "\n"
-    copies = {f"{b.CONCEPTS}/{a.path}": a.abs_path for a in walk.attachments if a.path in used}
-    links = [_link_row(r, doc_of) for r in records]
-    clock.lap("render")
-    meta = {"vault": vault.name, "okf_version": b.OKF_VERSION}
-    with ThreadPoolExecutor(max_workers=1) as pool:  # DuckDB loads while the files are written
-        database = pool.submit(write_database, stage / "okf.duckdb", Tables(concepts, links), meta)
-        b.write_tree(stage, files, copies)
-        database.result()
-    clock.lap("write")
 
 
 def _doc_safe(

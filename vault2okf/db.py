@@ -107,6 +107,63 @@ def write_database(path: Path, tables: Tables, meta: dict[str, str]) -> None:
         con.close()
 
 
+def carry_database(path: Path, old: Path, tables: Tables, carried: Sequence[str], meta: dict[str, str]) -> None:
+    """Create ``path`` as ``write_database`` would, where the rows of the notes ``carried`` (vault paths) are
+    copied from the database ``old`` instead of coming from Python: ``tables`` holds the other notes' rows.
+    The result has the same rows in the same order as a full write: concepts by vault path, a note's links in
+    the order they were written (their order in ``old``, which was written that way)."""
+    con = duckdb.connect(str(path))
+    try:
+        migrate(con)
+        for key, value in sorted(meta.items()):
+            con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", [key, value])
+        con.execute(f"ATTACH {_quoted(str(old))} AS old (READ_ONLY)")
+        con.execute("CREATE TEMP TABLE carried AS SELECT unnest($1::VARCHAR[]) AS vault_path", [list(carried)])
+        con.execute("CREATE TEMP TABLE new_concepts AS SELECT * FROM concepts LIMIT 0")
+        con.execute("CREATE TEMP TABLE new_links AS SELECT *, ''::VARCHAR AS vp, 0::BIGINT AS ord FROM links LIMIT 0")
+        _insert(con, "new_concepts", CONCEPT_COLUMNS, tables.concepts)
+        vault_path = {row.id: row.vault_path for row in tables.concepts}
+        ordinal: dict[str, int] = {}
+        extra = []
+        for row in tables.links:
+            ordinal[row.source_id] = ordinal.get(row.source_id, -1) + 1
+            extra.append(_Ordered(vault_path[row.source_id], ordinal[row.source_id]))
+        joined = [_Joined(r, e) for r, e in zip(tables.links, extra, strict=True)]
+        _insert(con, "new_links", (*LINK_COLUMNS, "vp", "ord"), joined)
+        con.execute(
+            "INSERT INTO concepts SELECT * FROM (SELECT c.* FROM old.concepts c WHERE c.vault_path IN "
+            "(SELECT vault_path FROM carried) UNION ALL SELECT * FROM new_concepts) ORDER BY vault_path"
+        )
+        con.execute(
+            f"INSERT INTO links SELECT {', '.join(LINK_COLUMNS)} FROM ("
+            "SELECT l.*, c.vault_path AS vp, l.rowid AS ord FROM old.links l JOIN old.concepts c ON l.source_id = c.id "
+            "WHERE c.vault_path IN (SELECT vault_path FROM carried) UNION ALL SELECT * FROM new_links) ORDER BY vp, ord"
+        )
+        con.execute("DETACH old")
+    finally:
+        con.close()
+
+
+@dataclass(frozen=True)
+class _Ordered:
+    vp: str
+    ord: int
+
+
+class _Joined:
+    """A link row with its note's vault path and its place among the note's links, for ``carry_database``."""
+
+    def __init__(self, row: LinkRow, extra: _Ordered) -> None:
+        self.row, self.extra = row, extra
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.extra if name in ("vp", "ord") else self.row, name)
+
+
+def _quoted(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
 def _insert(con: duckdb.DuckDBPyConnection, table: str, columns: Sequence[str], rows: Sequence[Any]) -> None:
     """All rows in one statement: one list per column, unnested side by side."""
     if not rows:

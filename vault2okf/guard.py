@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import posixpath
 import stat
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from vault2okf.config import Config
@@ -27,6 +27,12 @@ _BUG = "please report this as a bug with the note attached"
 
 def read_note(file: VaultFile, config: Config, problems: Problems) -> Note:
     """The parsed note; a note over ``config.max_note_bytes`` is listed, not parsed."""
+    data = read_bytes(file, config, problems)
+    return data if isinstance(data, Note) else parse_safe(file.path, data, problems)
+
+
+def read_bytes(file: VaultFile, config: Config, problems: Problems) -> bytes | Note:
+    """The note's bytes; or, for a note over ``config.max_note_bytes`` or one that cannot be read, its Note."""
     limit = config.max_note_bytes
     if file.size > limit:
         return too_big_note(file.path, file.size, limit)
@@ -36,10 +42,14 @@ def read_note(file: VaultFile, config: Config, problems: Problems) -> Note:
         return _empty(file.path, problems, f"cannot be read ({exc.strerror or exc}); listed without its body")
     if len(data) > limit:
         return too_big_note(file.path, len(data), limit)
+    return data
+
+
+def parse_safe(path: str, data: bytes, problems: Problems) -> Note:
     try:
-        return parse_note(file.path, data)
+        return parse_note(path, data)
     except Exception as exc:  # noqa: BLE001 - one bad note never stops a run
-        return _empty(file.path, problems, f"could not be parsed ({_name(exc)}); listed without its body; {_BUG}")
+        return _empty(path, problems, f"could not be parsed ({_name(exc)}); listed without its body; {_BUG}")
 
 
 def _read_regular(path: Path, limit: int) -> bytes:
@@ -69,11 +79,17 @@ def note_meta_safe(note: Note, mtime: float, config: Config, problems: Problems)
 
 
 def resolve_note(resolver: Resolver, note: Note, problems: Problems) -> list[tuple[Link, Resolution]]:
+    return resolve_links_safe(resolver, note.path, note.links, problems)
+
+
+def resolve_links_safe(
+    resolver: Resolver, path: str, links: Sequence[Link], problems: Problems
+) -> list[tuple[Link, Resolution]]:
     try:
-        return [(link, resolver.resolve(link.target, note.path)) for link in note.links]
+        return [(link, resolver.resolve(link.target, path)) for link in links]
     except Exception as exc:  # noqa: BLE001
-        problems.append((note.path, Problem("error", f"links could not be resolved ({_name(exc)}); {_BUG}")))
-        return [(link, Resolution(Status.BROKEN, None)) for link in note.links]
+        problems.append((path, Problem("error", f"links could not be resolved ({_name(exc)}); {_BUG}")))
+        return [(link, Resolution(Status.BROKEN, None)) for link in links]
 
 
 def rewrite_safe(note: Note, resolved: Mapping[Link, Resolution], doc_of: Mapping[str, str], problems: Problems) -> str:

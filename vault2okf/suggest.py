@@ -23,6 +23,7 @@ import itertools
 import math
 import posixpath
 import re
+import sys
 import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -259,13 +260,30 @@ class _Seen:
     beside: dict[str, Counter[str]]  # word -> capitalised words written next to it
 
 
+@dataclass(frozen=True)
+class BodyWords:
+    """What ``spelling_variants`` reads from one note's body, kept by the convert cache per note."""
+
+    runs: Counter[str]  # runs of capitalised words -> times written
+    lower: frozenset[str]  # words written in lower case
+
+
+def body_words(body: str) -> BodyWords:
+    """Interned: the convert cache holds each word once, however many notes write it."""
+    runs = Counter(map(sys.intern, _CAPITAL_RUN.findall(body)))
+    return BodyWords(runs, frozenset(map(sys.intern, _LOWER_WORD.findall(body))))
+
+
 def spelling_variants(
-    notes: Sequence[Any], aliases: Mapping[str, Sequence[str]], records: Sequence[Any]
+    notes: Sequence[Any],
+    aliases: Mapping[str, Sequence[str]],
+    records: Sequence[Any],
+    words: Mapping[str, BodyWords] | None = None,
 ) -> list[dict[str, Any]]:
     """Clusters ``{word, variants: {spelling: count}, notes: [paths], aliases: [{note, alias}]}``.
 
-    ``notes`` are parsed notes (``.path``, ``.body``), ``records`` the resolved links (broken targets count
-    as written spellings too)."""
+    ``notes`` are parsed notes (``.path``, ``.body``; only ``.path`` for a note in ``words``, its
+    ``body_words``), ``records`` the resolved links (broken targets count as written spellings too)."""
     titles: dict[str, set[str]] = defaultdict(set)  # title word -> note paths
     title_words: dict[str, list[tuple[str, ...]]] = defaultdict(list)  # note path -> the words of its names
     for note in notes:
@@ -277,7 +295,11 @@ def spelling_variants(
             title_words[note.path].append(every)
             for w in found:
                 titles[w].add(note.path)
-    seen = _seen_words(note.body for note in notes)
+    read = [words[n.path] if words is not None and n.path in words else body_words(n.body) for n in notes]
+    runs: Counter[str] = Counter()
+    for one in read:
+        runs.update(one.runs)
+    seen = _seen_words(runs)
     broken = Counter(w for r in records if r.resolution.status == "broken" for w in fold(r.link.target).split())
     index = _Deletions(titles)
     clusters: dict[str, Counter[str]] = defaultdict(Counter)
@@ -290,7 +312,7 @@ def spelling_variants(
             in_link = broken[word] and len(word) >= 6 and count >= 2  # written so more than once, in a link
             if in_link or _beside_title(word, title_word, seen, titles, title_words, index):
                 clusters[title_word][word] += count
-    lower = {w for note in notes for w in _LOWER_WORD.findall(note.body)} if clusters else set()
+    lower: frozenset[str] = frozenset().union(*(one.lower for one in read)) if clusters else frozenset()
     for title_word in list(clusters):  # a word also written in lower case is a word, not a name (people)
         for word in [w for w in clusters[title_word] if w in lower]:
             del clusters[title_word][word]
@@ -322,10 +344,7 @@ def variant_map(clusters: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     return {v: c["word"] for c in clusters for v in c["variants"]}
 
 
-def _seen_words(bodies: Iterable[str]) -> _Seen:
-    runs: Counter[str] = Counter()
-    for body in bodies:
-        runs.update(_CAPITAL_RUN.findall(body))
+def _seen_words(runs: Counter[str]) -> _Seen:
     count: Counter[str] = Counter()
     beside: dict[str, Counter[str]] = defaultdict(Counter)
     folded: dict[str, str] = {}

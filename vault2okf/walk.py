@@ -35,6 +35,7 @@ class VaultFile:
     abs_path: Path
     size: int = 0
     mtime: float = 0.0  # seconds since the epoch, within the range datetime can hold
+    sig: tuple[int, ...] = ()  # (size, mtime_ns, ctime_ns, inode): the convert cache's "unchanged" test
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,8 @@ def walk_vault(root: Path, exclude: tuple[str, ...] = ()) -> Walk:
             mtime, problem = check_mtime(info.st_mtime, now)
             if problem:
                 problems.append((path, problem))
-            found[path] = VaultFile(path, abs_path, info.st_size, mtime)
+            sig = (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
+            found[path] = VaultFile(path, abs_path, info.st_size, mtime, sig)
     files = sorted(found.values(), key=_key)
     notes = tuple(f for f in files if _is_note(f.path))
     attachments = tuple(f for f in files if not _is_note(f.path))

@@ -36,7 +36,7 @@ NOT_FOR_A_SEARCH = (
     "vault2okf.convert",
     "retriever.tools",
     "retriever.mcp_server",
-    "eval.cli",
+    "eval",
     "FlagEmbedding",
     "peft",
 )

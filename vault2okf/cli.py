@@ -13,17 +13,16 @@ from __future__ import annotations
 import difflib
 import importlib
 import os
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import typer
 from typer.core import TyperGroup
 
-from eval.errors import EvalError
 from retriever.errors import RetrieverError
 from vault2okf.errors import Vault2OkfError
 
-LIBRARY_ERRORS = (Vault2OkfError, RetrieverError, EvalError, OSError)  # OSError: disk full, permission denied...
 VERBOSE_ENV = "VAULT2OKF_VERBOSE"  # the same switches as retriever.embed's (this module must not import it)
 DOWNLOAD_ENV = "VAULT2OKF_DOWNLOAD"
 
@@ -86,9 +85,18 @@ class _Commands(TyperGroup):
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
-        except LIBRARY_ERRORS as exc:
+        except Exception as exc:
+            if not isinstance(exc, library_errors()):
+                raise
             typer.echo(f"Error: {exc}", err=True)
             raise typer.Exit(1) from None
+
+
+def library_errors() -> tuple[type[Exception], ...]:
+    """Each package's base error, and OSError (disk full, permission denied...). ``EvalError`` once ``eval`` is
+    imported: no eval error can be raised before, and importing the package costs a search its reports code."""
+    evaluation = sys.modules.get("eval.errors")
+    return (Vault2OkfError, RetrieverError, OSError, *([evaluation.EvalError] if evaluation else []))
 
 
 app = typer.Typer(

@@ -1,10 +1,11 @@
 """The convert cache: what the last convert of a bundle read and made, note by note, so that the next convert
 redoes only what changed (docs/ARCHITECTURE.md, "Incremental convert").
 
-It lives in the bundle's state folder (``.vault2okf/convert-cache.pickle``), is written into the staging tree
-with the rest of the bundle and swapped in with it, so it always describes the bundle beside it. It is only a
-cache: a missing, stale or unreadable one means a full convert, never an error. Its key covers the config, the
-vault's place and the code of vault2okf itself, so a new version of the tool never trusts an old cache.
+It lives in the bundle's state folder (``.vault2okf/convert-cache.bin``: marshal, built-in types only), is
+written into the staging tree with the rest of the bundle and swapped in with it, so it always describes the
+bundle beside it. It is only a cache: a missing, stale or unreadable one means a full convert, never an error.
+Its key covers the config, the vault's place and the code of vault2okf itself, so a new version of the tool
+never trusts an old cache. A convert that finds nothing changed reads only its head.
 
 A file is taken as unchanged without being read when its size, mtime, ctime and inode are the ones recorded,
 unless it was modified within ``RACY_NS`` of the run that recorded it (a write in the same clock tick as that
@@ -17,11 +18,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import marshal
 import os
-import pickle
 import stat
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from functools import cache
+from functools import cache, cached_property
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -29,14 +32,14 @@ from typing import Any
 from vault2okf import bundle as b
 from vault2okf.bundle import Doc
 from vault2okf.config import Config
-from vault2okf.meta import Meta
-from vault2okf.parse import Link, Problem
-from vault2okf.report import LinkReport
-from vault2okf.resolve import Resolution
+from vault2okf.meta import Meta, TypeOrigin
+from vault2okf.parse import Link, Problem, Syntax
+from vault2okf.report import LinkRecord, LinkReport
+from vault2okf.resolve import Resolution, Status
 from vault2okf.suggest import BodyWords
 from vault2okf.walk import VaultFile, Walk
 
-NAME = "convert-cache.pickle"
+NAME = "convert-cache.bin"
 FORMAT = 1
 RACY_NS = 2_000_000_000
 
@@ -70,10 +73,16 @@ class ConvertCache:
     started_ns: int  # when the run that wrote it began
     walk: str  # walk_digest of the vault it converted
     universe: str  # universe_digest: everything a link resolves against
-    notes: dict[str, NoteState]
+    contents: dict[str, str | None]  # note path -> NoteState.content
     attachments: dict[str, tuple[tuple[int, ...], tuple[int, ...]]]  # path -> (source sig, output_sig of the copy)
     files: dict[str, tuple[int, ...]]  # every other file of the bundle (okf.duckdb included) -> output_sig
-    report: LinkReport
+    docs: dict[str, tuple[int, ...]]  # concepts/<doc path> -> output_sig
+    summary: dict[str, Any]  # "links": how many, "totals": LinkReport.totals()
+    body: Callable[[], Body]  # the rest, read from the file only when something changed
+
+    @cached_property
+    def notes(self) -> dict[str, NoteState]:
+        return self.body().notes
 
     def unchanged(self, walk: Walk, out: Path) -> bool:
         """Is the vault as this cache saw it (no file read, only stat), and the bundle at ``out`` as written?"""
@@ -81,26 +90,55 @@ class ConvertCache:
             return False
         if not all(self._same_content(f) for f in walk.notes if self.racy(f)):
             return False
-        outputs = {**self.files, **{f"{b.CONCEPTS}/{s.doc.doc_path}": s.output for s in self.notes.values()}}
-        outputs.update((f"{b.CONCEPTS}/{path}", copy) for path, (_, copy) in self.attachments.items())
         root = str(out)
-        return all(output_sig(os.path.join(root, rel)) == sig for rel, sig in outputs.items())
+        for outputs in (self.files, self.docs):
+            if not all(output_sig(os.path.join(root, rel)) == sig for rel, sig in outputs.items()):
+                return False
+        return all(output_sig(os.path.join(root, b.CONCEPTS, p)) == copy for p, (_, copy) in self.attachments.items())
 
     def _same_content(self, file: VaultFile) -> bool:
         """A file whose signature cannot be trusted (``racy``): is its content the one recorded?"""
-        state = self.notes.get(file.path)
-        if state is None or state.content is None:
+        content = self.contents.get(file.path)
+        if content is None:
             return False
-        if state.content.startswith("big: "):  # over the size limit: only its size was read, and it is the same
+        if content.startswith("big: "):  # over the size limit: only its size was read, and it is the same
             return True
         try:
             with open(file.abs_path, "rb") as fh:
-                return hashlib.sha256(fh.read()).hexdigest() == state.content
+                return hashlib.sha256(fh.read()).hexdigest() == content
         except OSError:
             return False
 
     def racy(self, file: VaultFile) -> bool:
         return len(file.sig) < 2 or file.sig[1] >= self.started_ns - RACY_NS
+
+    def report(self, vault_name: str, walk: Walk) -> LinkReport:
+        """The last convert's link-health report (for a convert that found nothing changed)."""
+        body = self.body()
+        notes = body.notes
+        paths = [f.path for f in walk.notes]
+        records = [
+            LinkRecord(p, link, res) for p in paths for link, res in zip(notes[p].links, notes[p].resolved, strict=True)
+        ]
+        aliases = {p: notes[p].meta.aliases for p in paths if notes[p].meta.aliases}
+        return LinkReport(
+            vault=vault_name,
+            notes=tuple(paths),
+            records=tuple(records),
+            problems=body.problems,
+            skipped=walk.skipped,
+            aliases=aliases,
+            types=body.types,
+            variants=body.variants,
+        )
+
+
+@dataclass
+class Body:
+    notes: dict[str, NoteState]
+    problems: tuple[tuple[str, Problem], ...]  # the report's, in its order
+    types: tuple[dict[str, Any], ...]
+    variants: tuple[dict[str, Any], ...]
 
 
 def output_sig(path: str | Path) -> tuple[int, ...]:
@@ -157,18 +195,116 @@ def cache_path(bundle: Path) -> Path:
 
 
 def load(bundle: Path, key: str) -> ConvertCache | None:
-    """The bundle's cache when it was written for ``key``; None when missing, stale or unreadable."""
+    """The bundle's cache when it was written for ``key``; None when missing, stale or unreadable. Only its
+    head is read here (marshal, no code runs on load); the notes' states when first asked for."""
+    path = cache_path(bundle)
     try:
-        with open(cache_path(bundle), "rb") as fh:
-            found = pickle.load(fh)  # noqa: S301 - our own file, in the output the user chose
+        with open(path, "rb") as fh:
+            size = int.from_bytes(fh.read(8), "little")
+            head = marshal.loads(fh.read(size))
+        if head[0] != FORMAT or head[1] != key:
+            return None
+        _, _, started, walk, universe, contents, attachments, files, docs, summary = head
     except Exception:  # noqa: BLE001 - a cache that cannot be read is no cache
         return None
-    return found if isinstance(found, ConvertCache) and found.key == key else None
+    return ConvertCache(
+        key, started, walk, universe, contents, attachments, files, docs, summary, lambda: _body(path, 8 + size)
+    )
+
+
+def _body(path: Path, offset: int) -> Body:
+    with open(path, "rb") as fh:
+        fh.seek(offset)
+        notes, problems, types, variants = marshal.loads(fh.read())
+    return Body(
+        {p: _state(t) for p, t in notes.items()},
+        tuple((p, Problem(*t)) for p, *t in problems),
+        tuple(types),
+        tuple(variants),
+    )
 
 
 def save(stage: Path, found: ConvertCache) -> None:
-    """Write the cache into the staging tree (swapped in with the bundle it describes)."""
+    """Write the cache into the staging tree (swapped in with the bundle it describes): a head (what a
+    convert that finds nothing changed reads), then the body."""
+    head = (
+        FORMAT, found.key, found.started_ns, found.walk, found.universe, found.contents, found.attachments,
+        found.files, found.docs, found.summary,
+    )  # fmt: skip
+    body = found.body()
+    data = (
+        {p: _unstate(s) for p, s in body.notes.items()},
+        [(p, pr.kind, pr.message, pr.line) for p, pr in body.problems],
+        list(body.types),
+        list(body.variants),
+    )
+    head_bytes = marshal.dumps(head)
     path = cache_path(stage)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "wb") as fh:
-        pickle.dump(found, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        fh.write(len(head_bytes).to_bytes(8, "little"))
+        fh.write(head_bytes)
+        fh.write(marshal.dumps(data))
+
+
+# -- the states as plain values (marshal writes only built-in types) --------------------------------------
+def _problems(found: tuple[Problem, ...]) -> tuple[tuple[Any, ...], ...]:
+    return tuple((p.kind, p.message, p.line) for p in found)
+
+
+def _unproblems(found: tuple[tuple[Any, ...], ...]) -> tuple[Problem, ...]:
+    return tuple(Problem(*t) for t in found)
+
+
+def _unstate(s: NoteState) -> tuple[Any, ...]:
+    m = s.meta
+    origin = None if m.origin is None else (m.origin.type, m.origin.rule, m.origin.folder, m.origin.tags)
+    meta = (m.type, m.title, m.description, m.timestamp, m.tags, m.aliases, m.session_date, m.session_number,
+            _problems(m.problems), origin)  # fmt: skip
+    links = tuple(
+        (k.line, k.col, k.raw, k.target, k.anchor, k.label, k.embed, k.syntax.value, k.context) for k in s.links
+    )
+    resolved = tuple((r.status.value, r.path, r.candidates, r.rule) for r in s.resolved)
+    doc = (s.doc.doc_path, s.doc.title, s.doc.description, s.doc.type)
+    return (
+        s.sig, s.content, _problems(s.read_problems), _problems(s.parse_problems), links,
+        (dict(s.words.runs), s.words.lower), s.mtime, s.base, meta, _problems(s.meta_problems), resolved,
+        _problems(s.resolve_problems), s.inputs, _problems(s.rewrite_problems), _problems(s.doc_problems), doc,
+        s.output,
+    )  # fmt: skip
+
+
+def _state(t: tuple[Any, ...]) -> NoteState:
+    sig, content, read, parse, links, words, mtime, base, meta, meta_p, resolved, resolve_p = t[:12]
+    inputs, rewrite_p, doc_p, doc, output = t[12:]
+    kind, title, description, stamp, tags, aliases, date, number, meta_problems, origin = meta
+    return NoteState(
+        sig=sig,
+        content=content,
+        read_problems=_unproblems(read),
+        parse_problems=_unproblems(parse),
+        links=tuple(Link(k[0], k[1], k[2], k[3], k[4], k[5], k[6], Syntax(k[7]), k[8]) for k in links),
+        words=BodyWords(Counter(words[0]), words[1]),
+        mtime=mtime,
+        base=base,
+        meta=Meta(
+            kind,
+            title,
+            description,
+            stamp,
+            tags,
+            aliases,
+            date,
+            number,
+            _unproblems(meta_problems),
+            None if origin is None else TypeOrigin(*origin),
+        ),  # fmt: skip
+        meta_problems=_unproblems(meta_p),
+        resolved=tuple(Resolution(Status(r[0]), *r[1:]) for r in resolved),
+        resolve_problems=_unproblems(resolve_p),
+        inputs=inputs,
+        rewrite_problems=_unproblems(rewrite_p),
+        doc_problems=_unproblems(doc_p),
+        doc=Doc(doc[0], doc[1], doc[2], doc[3], ""),
+        output=output,
+    )

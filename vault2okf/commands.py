@@ -25,7 +25,7 @@ def convert_cmd(
     A bundle converted before is updated: only the notes that changed (and those whose links they change)
     are converted again; the result is the bundle a full convert writes."""
     result = convert(vault, out, config_path=config, force=force, full=full)
-    t = result.report.totals()
+    t = result.totals
     s, u = t["by_status"], t["unique_targets"]
     if result.unchanged:
         done = "nothing changed since the last convert; bundle left as it was"

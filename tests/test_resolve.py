@@ -105,3 +105,28 @@ def test_twins_by_extension_case_are_ambiguous_and_both_listed() -> None:
 def test_an_override_to_an_attachment_is_an_attachment() -> None:
     res = Resolver(NOTES, ATTACHMENTS, overrides={"the map": "assets/map.png"}).resolve("The Map", "x.md")
     assert (res.status, res.path, res.rule) == (Status.ATTACHMENT, "assets/map.png", "override")
+
+
+def test_an_embed_of_one_of_two_attachments_is_an_attachment_with_its_candidates() -> None:
+    resolver = Resolver(["A/Notes/Note.md"], ["A/Assets/pic.png", "B/Assets/pic.png"], {}, {})
+    res = resolver.resolve("Assets/pic.png", "A/Notes/Note.md")
+    assert res.status is Status.ATTACHMENT and res.path == "A/Assets/pic.png"
+    assert res.candidates == ("A/Assets/pic.png", "B/Assets/pic.png")
+
+
+def test_a_vault_with_two_attachments_of_one_name_converts_and_reports_them(tmp_path) -> None:  # noqa: ANN001
+    """A copy of a vault folder beside the original: embeds match two files (a crash before this fix)."""
+    from vault2okf.convert import convert
+
+    for side in ("one", "two"):
+        (tmp_path / "v" / side / "Assets").mkdir(parents=True)
+        (tmp_path / "v" / side / "Assets" / "pic.png").write_bytes(b"png " + side.encode())
+        (tmp_path / "v" / side / "Notes").mkdir()
+        (tmp_path / "v" / side / "Notes" / "Note.md").write_text("![[Assets/pic.png]]\n", "utf-8")
+    result = convert(tmp_path / "v", tmp_path / "out")
+    data = result.report.to_json()
+    assert data["totals"]["by_status"]["attachment"] == 2
+    assert [e["candidates"] for e in data["ambiguous"]] == [["one/Assets/pic.png", "two/Assets/pic.png"]]
+    doc = (tmp_path / "out" / "concepts" / "two" / "Notes" / "Note.md").read_text("utf-8")
+    assert "](../../one/Assets/pic.png)" in doc
+    assert (tmp_path / "out" / "concepts" / "one" / "Assets" / "pic.png").is_file()

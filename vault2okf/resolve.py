@@ -155,8 +155,9 @@ class Resolver:
         if key.casefold() in self.aliases:
             return _pick(self.aliases[key.casefold()], folder, Status.ALIAS, "alias")
         found, rule = self.attachments.lookup(normalise(target, keep_md=True), folder)
-        if found:
-            return _pick(found, folder, Status.ATTACHMENT, rule)
+        if found:  # several: still an attachment (the nearest, as Obsidian picks), its candidates kept for the report
+            picked = _pick(found, folder, Status.ATTACHMENT, rule)
+            return Resolution(Status.ATTACHMENT, picked.path, picked.candidates, rule)
         found, rule = self.excluded.lookup(key, folder)
         if found:
             return Resolution(Status.EXCLUDED, found[0], tuple(found) if len(found) > 1 else (), "excluded")

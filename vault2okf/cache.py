@@ -36,7 +36,7 @@ from vault2okf.meta import Meta, TypeOrigin
 from vault2okf.parse import Link, Problem, Syntax
 from vault2okf.report import LinkRecord, LinkReport
 from vault2okf.resolve import Resolution, Status
-from vault2okf.suggest import BodyWords
+from vault2okf.suggest import BodyWords, Suggestion
 from vault2okf.walk import VaultFile, Walk
 
 NAME = "convert-cache.bin"
@@ -139,6 +139,14 @@ class Body:
     problems: tuple[tuple[str, Problem], ...]  # the report's, in its order
     types: tuple[dict[str, Any], ...]
     variants: tuple[dict[str, Any], ...]
+    near: dict[tuple[str, int], list[tuple[int, str]]]  # spelling_variants' memo, valid for the same universe
+    suggested: dict[str, list[Suggestion]]  # LinkReport.suggested, valid for the same suggest_key
+    suggest_key: str  # suggest_key(universe, variants)
+
+
+def suggest_key(universe: str, variants: Any) -> str:
+    """What suggestions for broken links are made from: the notes and aliases (universe), the variants."""
+    return hashlib.sha256(f"{universe}\0{variants!r}".encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def output_sig(path: str | Path) -> tuple[int, ...]:
@@ -215,12 +223,15 @@ def load(bundle: Path, key: str) -> ConvertCache | None:
 def _body(path: Path, offset: int) -> Body:
     with open(path, "rb") as fh:
         fh.seek(offset)
-        notes, problems, types, variants = marshal.loads(fh.read())
+        notes, problems, types, variants, near, suggested, key = marshal.loads(fh.read())
     return Body(
         {p: _state(t) for p, t in notes.items()},
         tuple((p, Problem(*t)) for p, *t in problems),
         tuple(types),
         tuple(variants),
+        near,
+        {target: [Suggestion(*s) for s in found] for target, found in suggested.items()},
+        key,
     )
 
 
@@ -237,6 +248,9 @@ def save(stage: Path, found: ConvertCache) -> None:
         [(p, pr.kind, pr.message, pr.line) for p, pr in body.problems],
         list(body.types),
         list(body.variants),
+        body.near,
+        {t: [(s.path, s.name, s.why, s.score, s.confident) for s in found] for t, found in body.suggested.items()},
+        body.suggest_key,
     )
     head_bytes = marshal.dumps(head)
     path = cache_path(stage)

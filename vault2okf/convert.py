@@ -23,6 +23,7 @@ from vault2okf.cache import (
     NoteState,
     cache_key,
     output_sig,
+    suggest_key,
     universe_digest,
     walk_digest,
 )
@@ -285,6 +286,11 @@ class _Run:
             notes = [_Path(p) for p in paths]
             words = {p: self._get(p, "words") for p in paths}
             metas = [self.states[p]["meta"] for p in paths]
+            memo = self.old.body() if self.old is not None and self.old.universe == self.universe else None
+            self.near = dict(memo.near) if memo else {}
+            variants = tuple(spelling_variants(notes, self.aliases, self.records, words, self.near))
+            self.suggest_key = suggest_key(self.universe, variants)
+            known = memo.suggested if memo and memo.suggest_key == self.suggest_key else {}
             self._report = LinkReport(
                 vault=self.vault.name,
                 notes=tuple(paths),
@@ -293,7 +299,8 @@ class _Run:
                 skipped=self.walk.skipped,
                 aliases=self.aliases,
                 types=tuple(type_rows(metas)),
-                variants=tuple(spelling_variants(notes, self.aliases, self.records, words)),
+                variants=variants,
+                suggested=dict(known),
             )
         return self._report
 
@@ -365,9 +372,12 @@ class _Run:
         copied = [a for a in self.walk.attachments if a.path in self.used]
         attachments = {a.path: (a.sig, output_sig(os.path.join(root, b.CONCEPTS, a.path))) for a in copied}
         report = self.report
-        body = Body(notes, report.problems, report.types, report.variants)
+        data = report.to_json()
+        broken = {entry["target"] for entry in data["broken"]}
+        suggested = {t: found for t, found in report.suggested.items() if t in broken}
+        body = Body(notes, report.problems, report.types, report.variants, self.near, suggested, self.suggest_key)
         contents = {p: s.content for p, s in notes.items()}
-        summary = {"links": len(self.records), "totals": report.totals()}
+        summary = {"links": len(self.records), "totals": data["totals"]}
         walked = walk_digest(self.walk)
         return ConvertCache(
             key, started, walked, self.universe, contents, attachments, others, docs, summary, lambda: body

@@ -6,13 +6,13 @@ import json
 import posixpath
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
 from vault2okf.parse import Link, Problem
 from vault2okf.resolve import NOTE_STATUSES, Resolution, Status, normalise
-from vault2okf.suggest import Suggester, variant_map
+from vault2okf.suggest import Suggester, Suggestion, variant_map
 
 HUBS = 15
 AT_SHOWN = 12
@@ -35,6 +35,9 @@ class LinkReport:
     aliases: dict[str, tuple[str, ...]]
     types: tuple[dict[str, Any], ...] = ()  # type_rows: folder -> type with counts
     variants: tuple[dict[str, Any], ...] = ()  # suggest.spelling_variants
+    # target -> suggestions, filled as they are made: the convert cache keeps them for the next run, valid
+    # while the notes, aliases and variants are the same (Suggester's inputs)
+    suggested: dict[str, list[Suggestion]] = field(default_factory=dict, compare=False, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         return self._json
@@ -80,10 +83,13 @@ class LinkReport:
         return [{"target": target, "count": len(recs), "at": _where(recs)} for target, recs in _by_count(groups)]
 
     def _broken(self) -> list[dict[str, Any]]:
-        suggester = self.suggester()
+        suggester: Suggester | None = None
         out = []
         for entry in self._grouped(Status.BROKEN):
-            found = suggester.suggest(entry["target"])
+            found = self.suggested.get(entry["target"])
+            if found is None:
+                suggester = suggester or self.suggester()
+                found = self.suggested[entry["target"]] = suggester.suggest(entry["target"])
             entry["suggestions"] = [s.to_json() for s in found]
             if found and found[0].confident:
                 entry["fix"] = {"path": found[0].path, "why": found[0].why}
@@ -91,7 +97,9 @@ class LinkReport:
         return out
 
     def _ambiguous(self) -> list[dict[str, Any]]:
-        groups = _by_target(r for r in self.records if r.resolution.status is Status.AMBIGUOUS)
+        """Links to one of several notes, and embeds of one of several attachments of the same name."""
+        groups = _by_target(r for r in self.records if r.resolution.status is Status.AMBIGUOUS or
+                            (r.resolution.status is Status.ATTACHMENT and r.resolution.candidates))  # fmt: skip
         out = []
         for target, recs in _by_count(groups):
             candidates = sorted({c for r in recs for c in r.resolution.candidates})

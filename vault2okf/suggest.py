@@ -249,6 +249,24 @@ class Suggester:
         return score, f"same words: {shared}{spelled}"
 
 
+class _Near:
+    """``_Deletions(vocabulary).near`` through a memo, the index built only when the memo lacks a word."""
+
+    def __init__(self, vocabulary: Iterable[str], memo: dict[tuple[str, int], list[tuple[int, str]]]) -> None:
+        self.vocabulary, self.known = vocabulary, dict(memo)
+        self.memo = memo  # refilled with the words looked up this time only
+        memo.clear()
+        self.index: _Deletions | None = None
+
+    def near(self, word: str, limit: int) -> list[tuple[int, str]]:
+        found = self.known.get((word, limit))
+        if found is None:
+            self.index = self.index or _Deletions(self.vocabulary)
+            found = self.index.near(word, limit)
+        self.memo[(word, limit)] = found
+        return found
+
+
 def _entry(path: str, name: str, alias: bool, folder: frozenset[str]) -> _Name:
     found = words(name)
     return _Name(path, name, alias, found, "".join(found), folder)
@@ -279,11 +297,14 @@ def spelling_variants(
     aliases: Mapping[str, Sequence[str]],
     records: Sequence[Any],
     words: Mapping[str, BodyWords] | None = None,
+    near: dict[tuple[str, int], list[tuple[int, str]]] | None = None,
 ) -> list[dict[str, Any]]:
     """Clusters ``{word, variants: {spelling: count}, notes: [paths], aliases: [{note, alias}]}``.
 
     ``notes`` are parsed notes (``.path``, ``.body``; only ``.path`` for a note in ``words``, its
-    ``body_words``), ``records`` the resolved links (broken targets count as written spellings too)."""
+    ``body_words``), ``records`` the resolved links (broken targets count as written spellings too). ``near``
+    holds the title words near each word looked up, filled as they are found: valid while the notes and
+    aliases are the same (the convert cache keeps it)."""
     titles: dict[str, set[str]] = defaultdict(set)  # title word -> note paths
     title_words: dict[str, list[tuple[str, ...]]] = defaultdict(list)  # note path -> the words of its names
     for note in notes:
@@ -301,7 +322,7 @@ def spelling_variants(
         runs.update(one.runs)
     seen = _seen_words(runs)
     broken = Counter(w for r in records if r.resolution.status == "broken" for w in fold(r.link.target).split())
-    index = _Deletions(titles)
+    index = _Near(titles, {} if near is None else near)
     clusters: dict[str, Counter[str]] = defaultdict(Counter)
     for word, count in (seen.count + broken).items():
         if word in titles or len(word) < 4:
@@ -369,7 +390,7 @@ def _beside_title(
     seen: _Seen,
     titles: Mapping[str, set[str]],
     title_words: Mapping[str, list[tuple[str, ...]]],
-    index: _Deletions,
+    index: _Near,
 ) -> bool:
     """Is ``word`` written next to another word of a title that holds ``title_word`` (itself or misspelt)?"""
     partners = {w for p in titles[title_word] for name in title_words[p] if title_word in name for w in name}

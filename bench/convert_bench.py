@@ -1,57 +1,171 @@
-"""Benchmark: convert a vault, against the floor of just reading every file and regex-scanning it for ``[[``.
+"""Benchmark: convert a vault in full, again with nothing changed, and after one edited note, each against the
+floor of just reading every file and regex-scanning it for ``[[``, measured in the same run.
 
-    python bench/convert_bench.py [VAULT] [--repeat N]
+    python bench/convert_bench.py [VAULT] [--repeat N] [--scale NOTES] [--out FILE]
 
-Both are measured in the same run, warm page cache, median of N. Prints the ratio, stage times and peak memory.
+The vault is copied to a temp folder first (the edits go there; the shared vault is never touched). Each
+figure is the median of N runs, warm page cache, in-process and as a whole command (a fresh ``vault2okf
+convert`` process against a fresh ``python`` process doing the floor's work). ``--scale NOTES`` instead
+builds a synthetic vault of about NOTES notes from copies of every shared vault (each copy in its own folder,
+so names repeat: links become ambiguous, as in a big vault) and measures it the same way, with each
+command's peak memory.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import resource
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from vault2okf.convert import convert
+from vault2okf.convert import ConvertResult, convert
 
-DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "vaults" / "thellade"
+VAULTS = Path(__file__).resolve().parents[2] / "shared" / "vaults"
+DEFAULT = VAULTS / "thellade"
 _WIKILINK = re.compile(rb"\[\[")
+FLOOR_CODE = (
+    "import re,sys,pathlib;p=re.compile(rb'\\[\\[');"
+    "print(sum(len(p.findall(f.read_bytes())) for f in pathlib.Path(sys.argv[1]).rglob('*.md')))"
+)
+CLI = [sys.executable, "-c", "from vault2okf.cli import app; app()"]
+LINES: list[str] = []
 
 
-def floor(vault: Path) -> tuple[float, int]:
+def say(line: str = "") -> None:
+    print(line, flush=True)
+    LINES.append(line)
+
+
+def floor(vault: Path) -> float:
     start = time.perf_counter()
-    count = 0
     for path in vault.rglob("*.md"):
-        count += len(_WIKILINK.findall(path.read_bytes()))
-    return time.perf_counter() - start, count
+        len(_WIKILINK.findall(path.read_bytes()))
+    return time.perf_counter() - start
+
+
+def command(args: list[str]) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MiB) of one fresh process."""
+    start = time.perf_counter()
+    done = subprocess.run(args, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - start
+    if done.returncode:
+        raise SystemExit(f"{' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
+    return wall, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+
+
+def edit(vault: Path, run: int) -> Callable[[], None]:
+    note = sorted(vault.rglob("*.md"))[len(list(vault.rglob("*.md"))) // 2]
+    original = note.read_text("utf-8")
+
+    def change() -> None:
+        note.write_text(original + f"\nEdit {run}: see [[{note.stem}]].\n", "utf-8")
+
+    return change
+
+
+def measure(vault: Path, repeat: int, memory: bool) -> None:
+    work = Path(tempfile.mkdtemp(prefix="convert-bench-"))
+    try:
+        copy = work / "vault"
+        if vault != copy:
+            shutil.copytree(vault, copy, symlinks=True)
+        out, full_out = work / "bundle", work / "full"
+        floor(copy)  # warm the page cache
+        floors, fulls, same, edited, reused = [], [], [], [], []
+        result: ConvertResult | None = None
+        convert(copy, out)
+        for run in range(repeat):
+            floors.append(floor(copy))
+            shutil.rmtree(full_out, ignore_errors=True)
+            fulls.append(convert(copy, full_out, full=True).seconds)
+            result = convert(copy, out)
+            assert result.unchanged
+            same.append(result.seconds)
+            edit(copy, run)()
+            time.sleep(0.01)
+            changed = convert(copy, out)
+            edited.append(changed.seconds)
+            reused.append(changed.reused)
+        assert result is not None
+        f = statistics.median(floors)
+        say(f"vault: {vault.name}  notes: {result.notes}  links: {result.links}  runs: {repeat}")
+        say(f"floor (read + scan for [[):  {f * 1000:7.0f} ms")
+        for name, times in (("full convert", fulls), ("nothing changed", same), ("one note edited", edited)):
+            t = statistics.median(times)
+            say(f"{name + ':':<28} {t * 1000:7.0f} ms = {t / f:5.1f}x the floor")
+        say(f"  (one note edited: {statistics.median(reused):.0f} of {result.notes} notes carried unchanged)")
+        say(f"in-process peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+        whole(copy, out, full_out, repeat, memory)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def whole(vault: Path, out: Path, full_out: Path, repeat: int, memory: bool) -> None:
+    """Whole commands: what a user waits for, start-up included."""
+    floors, fulls, same, edited, rss = [], [], [], [], {}
+    for run in range(repeat):
+        floors.append(command([sys.executable, "-c", FLOOR_CODE, str(vault)])[0])
+        shutil.rmtree(full_out, ignore_errors=True)
+        wall, rss["full"] = command([*CLI, "convert", str(vault), "-o", str(full_out), "--full"])
+        fulls.append(wall)
+        wall, rss["same"] = command([*CLI, "convert", str(vault), "-o", str(out)])
+        same.append(wall)
+        edit(vault, repeat + run)()
+        wall, rss["edit"] = command([*CLI, "convert", str(vault), "-o", str(out)])
+        edited.append(wall)
+    f = statistics.median(floors)
+    say(f"whole commands (fresh processes, medians of {repeat}):")
+    say(f"floor `python -c <read + scan>`: {f * 1000:7.0f} ms")
+    for name, times in (("convert --full", fulls), ("convert, nothing changed", same), ("convert, one edit", edited)):
+        t = statistics.median(times)
+        say(f"{name + ':':<31} {t * 1000:7.0f} ms = {t / f:5.1f}x the floor")
+    if memory:  # RUSAGE_CHILDREN is the biggest child so far: the full convert is measured first
+        say(f"peak RSS of the biggest command (the full convert): {rss['full']:.0f} MiB")
+
+
+def scale_vault(root: Path, notes: int) -> Path:
+    """About ``notes`` notes: whole copies of the shared vaults, each in its own folder, until there are enough."""
+    vault = root / f"scale-{notes}"
+    count, copy = 0, 0
+    sources = sorted(p for p in VAULTS.iterdir() if p.is_dir())
+    while count < notes:
+        copy += 1
+        for source in sources:
+            if count >= notes:
+                break
+            shutil.copytree(source, vault / f"copy{copy}" / source.name, symlinks=True)
+            count += sum(1 for _ in source.rglob("*.md"))
+    return vault
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("vault", nargs="?", type=Path, default=DEFAULT)
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--scale", type=int, default=0, help="build a synthetic vault of about this many notes")
+    parser.add_argument("--out", type=Path, help="also write the lines to this file")
     args = parser.parse_args()
-    floor(args.vault)  # warm the page cache
-    floors, converts, stages = [], [], []
-    with tempfile.TemporaryDirectory() as tmp:
-        for _ in range(args.repeat):
-            floors.append(floor(args.vault)[0])
-            result = convert(args.vault, Path(tmp) / "bundle")
-            converts.append(result.seconds)
-            stages.append(result.stages)
-    f, c = statistics.median(floors), statistics.median(converts)
-    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"vault: {args.vault.name}  notes: {result.notes}  links: {result.links}  runs: {args.repeat}")
-    print(f"floor (read + scan for [[): {f * 1000:.0f} ms")
-    print(f"convert:                     {c * 1000:.0f} ms  = {c / f:.1f}x the floor")
-    for name in stages[0]:
-        print(f"  {name:<8} {statistics.median(s[name] for s in stages) * 1000:7.0f} ms")
-    print(f"peak RSS: {peak_mib:.0f} MiB")
-    sys.stdout.flush()
+    one, five, _ = os.getloadavg()
+    when = time.strftime("%Y-%m-%d %H:%M")
+    say(f"# bench/convert_bench.py — {when}, {os.cpu_count()} CPUs, load {one:.2f} (5 min {five:.2f})")
+    if args.scale:
+        with tempfile.TemporaryDirectory(prefix="scale-") as tmp:
+            vault = scale_vault(Path(tmp), args.scale)
+            measure(vault, args.repeat, memory=True)
+    else:
+        measure(args.vault.resolve(), args.repeat, memory=False)
+    one, five, _ = os.getloadavg()
+    say(f"end load {one:.2f} (5 min {five:.2f})")
+    if args.out:
+        args.out.write_text("\n".join(LINES) + "\n", "utf-8")
 
 
 if __name__ == "__main__":

@@ -81,8 +81,12 @@ class ConvertCache:
     body: Callable[[], Body]  # the rest, read from the file only when something changed
 
     @cached_property
+    def loaded(self) -> Body:
+        return self.body()
+
+    @cached_property
     def notes(self) -> dict[str, NoteState]:
-        return self.body().notes
+        return self.loaded.notes
 
     def unchanged(self, walk: Walk, out: Path) -> bool:
         """Is the vault as this cache saw it (no file read, only stat), and the bundle at ``out`` as written?"""
@@ -114,7 +118,7 @@ class ConvertCache:
 
     def report(self, vault_name: str, walk: Walk) -> LinkReport:
         """The last convert's link-health report (for a convert that found nothing changed)."""
-        body = self.body()
+        body = self.loaded
         notes = body.notes
         paths = [f.path for f in walk.notes]
         records = [
@@ -288,6 +292,10 @@ def _unstate(s: NoteState) -> tuple[Any, ...]:
     )  # fmt: skip
 
 
+_SYNTAX = {s.value: s for s in Syntax}
+_STATUS = {s.value: s for s in Status}
+
+
 def _state(t: tuple[Any, ...]) -> NoteState:
     sig, content, read, parse, links, words, mtime, base, meta, meta_p, resolved, resolve_p = t[:12]
     inputs, rewrite_p, doc_p, doc, output = t[12:]
@@ -297,7 +305,7 @@ def _state(t: tuple[Any, ...]) -> NoteState:
         content=content,
         read_problems=_unproblems(read),
         parse_problems=_unproblems(parse),
-        links=tuple(Link(k[0], k[1], k[2], k[3], k[4], k[5], k[6], Syntax(k[7]), k[8]) for k in links),
+        links=tuple(Link(k[0], k[1], k[2], k[3], k[4], k[5], k[6], _SYNTAX[k[7]], k[8]) for k in links),
         words=BodyWords(Counter(words[0]), words[1]),
         mtime=mtime,
         base=base,
@@ -314,7 +322,7 @@ def _state(t: tuple[Any, ...]) -> NoteState:
             None if origin is None else TypeOrigin(*origin),
         ),  # fmt: skip
         meta_problems=_unproblems(meta_p),
-        resolved=tuple(Resolution(Status(r[0]), *r[1:]) for r in resolved),
+        resolved=tuple(Resolution(_STATUS[r[0]], r[1], r[2], r[3]) for r in resolved),
         resolve_problems=_unproblems(resolve_p),
         inputs=inputs,
         rewrite_problems=_unproblems(rewrite_p),

@@ -286,7 +286,7 @@ class _Run:
             notes = [_Path(p) for p in paths]
             words = {p: self._get(p, "words") for p in paths}
             metas = [self.states[p]["meta"] for p in paths]
-            memo = self.old.body() if self.old is not None and self.old.universe == self.universe else None
+            memo = self.old.loaded if self.old is not None and self.old.universe == self.universe else None
             self.near = dict(memo.near) if memo else {}
             variants = tuple(spelling_variants(notes, self.aliases, self.records, words, self.near))
             self.suggest_key = suggest_key(self.universe, variants)
@@ -323,6 +323,7 @@ class _Run:
             files[rel] = doc.text
             note = self.note(path)
             concepts.append(_concept_row(note, self.states[path]["meta"], doc, self.bodies[path]))
+        self.parsed.clear()  # the rows hold what the database needs; the notes' text need not stay in memory
         link_rows = [_link_row(r, doc_of) for r in self.records if r.source not in carried]
         attachment_folders = {posixpath.dirname(p) for p in used if p}
         for folder, text in b.folder_indexes(docs, vault.name, attachment_folders).items():

@@ -103,6 +103,7 @@ class _Page:
     def __init__(self, vault: str, renamed: dict[str, str]) -> None:
         self.vault = vault
         self.renamed = renamed
+        self._made: dict[str, tuple[str, str]] = {}
 
     def doc_href(self, path: str) -> str:
         return quote(self.renamed.get(path) or posixpath.join(CONCEPTS, path), safe="/")
@@ -112,8 +113,16 @@ class _Page:
         if not path:
             return ""
         shown = f"{path}:{line}" if line is not None else path
-        doc = f' <a class="loc-doc" href="{_e(self.doc_href(path))}">doc</a>' if path.lower().endswith(".md") else ""
-        return f'<a class="loc-obsidian" href="{_e(obsidian_uri(self.vault, path))}">{_e(shown)}</a>{doc}'
+        obsidian, doc = self._hrefs(path)
+        return f'<a class="loc-obsidian" href="{obsidian}">{_e(shown)}</a>{doc}'
+
+    def _hrefs(self, path: str) -> tuple[str, str]:
+        """Both links of a note, made once per note however many locations name it (quoting is slow)."""
+        if path not in self._made:
+            is_note = path.lower().endswith(".md")
+            doc = f' <a class="loc-doc" href="{_e(self.doc_href(path))}">doc</a>' if is_note else ""
+            self._made[path] = (_e(obsidian_uri(self.vault, path)), doc)
+        return self._made[path]
 
     def locations(self, at: Sequence[str]) -> str:
         items = []

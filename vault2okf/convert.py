@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -551,5 +551,6 @@ def _link_row(r: LinkRecord, doc_of: dict[str, str]) -> LinkRow:
     )
 
 
+@lru_cache(maxsize=1 << 16)
 def concept_id(doc_path: str) -> str:
     return doc_path[:-3] if doc_path.lower().endswith(".md") else doc_path

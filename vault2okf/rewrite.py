@@ -17,6 +17,7 @@ import re
 import unicodedata
 from collections import defaultdict
 from collections.abc import Mapping
+from functools import lru_cache
 from urllib.parse import quote
 
 from vault2okf.parse import Link, Note
@@ -79,6 +80,7 @@ def label(link: Link) -> str:
     return name or heading
 
 
+@lru_cache(maxsize=1 << 16)  # a vault links the same few notes from the same folders over and over
 def href(source_doc: str, target_doc: str) -> str:
     rel = posixpath.relpath(target_doc, posixpath.dirname(source_doc) or ".")
     return quote(rel, safe="/")

@@ -32,7 +32,8 @@ lint: install
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/mypy vault2okf retriever eval --ignore-missing-imports
 
 bench: install  ## numbers go to reports/bench-*.txt; BUNDLE= an indexed thellade bundle skips the full index
-	$(PY) bench/convert_bench.py | tee reports/bench-convert-thellade.txt
+	$(PY) bench/convert_bench.py --out reports/bench-convert-thellade.txt
+	$(PY) bench/convert_bench.py --scale 6600 --repeat 1 --out reports/bench-convert-scale.txt
 	$(PY) bench/retrieval_bench.py $(if $(BUNDLE),--bundle $(BUNDLE)) 2>/dev/null | tee reports/bench-retrieval-thellade.txt
 
 reports: install  ## regenerate reports/ from the shared vaults (scripts/make_reports.py lists them)

@@ -168,6 +168,7 @@ class _Run:
                 found = []
                 meta = note_meta_safe(self.note(f.path), f.mtime, self.config, found)
                 s.update(mtime=f.mtime, base=self.config.base, meta=meta, meta_problems=tuple(p for _, p in found))
+                self.parsed[f.path] = replace(self.parsed[f.path], code=None)  # its lines: only the fields read them
             self.problems.extend((f.path, pr) for pr in s["meta_problems"])
 
     def _read_problems(self, s: dict[str, Any]) -> tuple[Problem, ...]:

@@ -24,11 +24,13 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pytest
+from bundle_checks import database_rows, tree_hashes
 
 from retriever.errors import RetrieverError
 from retriever.index import bundle_id, read_index_info
 from retriever.store import ChunkStore, collection_name, open_client
 from vault2okf import bundle as b
+from vault2okf.convert import convert
 
 VAULTS = Path(__file__).resolve().parents[2] / "shared" / "vaults"
 CLI = Path(sys.executable).parent / "vault2okf"
@@ -172,31 +174,58 @@ def test_index_killed_at_random_points_resumes_to_exactly_the_clean_chunks(clean
 
 
 def test_convert_killed_at_random_points_leaves_a_usable_bundle_and_its_index(clean_index, tmp_path: Path) -> None:
+    """Half the killed runs are full converts (``--full``), half incremental ones after a note was edited
+    (the edit toggles, so the bundle stays that of the vault or of the vault plus one line): both paths are
+    killed in their write, seal and swap. Each kind's kill points are spread over its own measured length."""
     template, clean, _ = clean_index
-    vault = VAULTS / "blades-of-vengeance"
+    vault = tmp_path / "vault"
+    shutil.copytree(VAULTS / "blades-of-vengeance", vault)
+    edited = sorted(vault.rglob("*.md"))[len(list(vault.rglob("*.md"))) // 2]
+    original = edited.read_bytes()
     bundle = tmp_path / "bundle"
     shutil.copytree(template, bundle)
+
+    def toggle() -> None:
+        edited.write_bytes(original + b"\nEdited.\n" if edited.read_bytes() == original else original)
+
+    started = time.monotonic()
+    run_to_end("convert", vault, "-o", bundle, "--full")
+    seconds = {"full": time.monotonic() - started}
+    toggle()
     started = time.monotonic()
     run_to_end("convert", vault, "-o", bundle)
-    seconds = time.monotonic() - started
+    seconds["incremental"] = time.monotonic() - started
     rng = random.Random(13)
     kills = attempts = left_over = index_aside = 0
     while kills < KILLS:
         late = rng.random() < 0.5  # half the kills in the last stretch: write, seal, swap
         delay = rng.uniform(0.6, 1.05) if late else rng.uniform(0.05, 1.0)
-        kills += run_and_kill(cli("convert", vault, "-o", bundle), delay * seconds)
+        kind = "full" if attempts % 2 == 0 else "incremental"
+        if kind == "incremental":
+            toggle()
+        args = ("--full",) if kind == "full" else ()
+        kills += run_and_kill(cli("convert", vault, "-o", bundle, *args), delay * seconds[kind])
         attempts += 1
         assert_usable(bundle)  # the previous bundle or the new one, never none
         left_over += any(p.name.startswith(".bundle.tmp-") for p in bundle.parent.iterdir())
         index_aside += not (bundle / b.STATE / "index.json").is_file()
         run_to_end("convert", vault, "-o", bundle)  # the rerun finishes what the killed one left
         assert_usable(bundle)
+        reference = tmp_path / "reference"
+        shutil.rmtree(reference, ignore_errors=True)
+        convert(vault, reference, full=True)  # and what it left is the bundle of the vault as it is now
+        skip = ("okf.duckdb", b.STATE)
+        assert tree_hashes(bundle, skip=skip) == tree_hashes(reference, skip=skip)
+        assert database_rows(bundle) == database_rows(reference)
         assert sorted(p.name for p in bundle.parent.iterdir()) == ["bundle"]
         assert_same_chunks(stored_chunks(bundle), clean)  # the index survived, whole
         assert attempts <= 3 * KILLS, f"only {kills} kills in {attempts} runs: the delays are too long"
+    edited.write_bytes(original)
+    run_to_end("convert", vault, "-o", bundle)
     run_to_end("index", bundle, "--embedder", "minilm", "--no-progress")
     assert_same_chunks(stored_chunks(bundle), clean)
     print(
         f"convert: {kills} kills in {attempts} runs ({left_over} left a stage or old bundle beside, {index_aside} "
-        f"the index outside the bundle), one run {seconds:.1f}s"
+        f"the index outside the bundle), one run {seconds['full']:.1f}s full, {seconds['incremental']:.1f}s "
+        "incremental"
     )

@@ -113,7 +113,7 @@ def cold(bundle: Path, runs: int) -> None:
     timings = json.loads(out)["timings_ms"]
     embed_ms, retrieve_ms = timings.get("embed_ms", 0), timings.get("retrieve_ms", 0)
     say(f"cold   search --json                       {fmt(wall, 4)}  = floor + {wall - floor:.2f} s = MiniLM load "
-        f"+ {wall - hf:.2f} s; in it: embed {embed_ms:.0f} ms, retrieve {retrieve_ms:.1f} ms")  # fmt: skip
+        f"{wall - hf:+.2f} s; in it: embed {embed_ms:.0f} ms, retrieve {retrieve_ms:.1f} ms")  # fmt: skip
     probe = (
         "import sys, json; from vault2okf.cli import app; sys.argv = ['vault2okf', 'search', sys.argv[1], 'x'];\n"
         "try: app()\nexcept SystemExit: pass\n"
@@ -200,12 +200,16 @@ def warm(bundle: Path, golden: Path) -> None:
 
     questions = [json.loads(line)["question"] for line in golden.read_text("utf-8").splitlines() if line.strip()]
     say(f"## Warm session on {bundle.name}: {len(questions)} golden questions, default search — {load()}")
+    earlier = any(m.startswith("FlagEmbedding") for m in sys.modules)
+    loaded = "already loaded by an earlier part" if earlier else "loaded"
     start = time.perf_counter()
     retriever = Retriever.open(bundle)
     retriever.prepare(DEFAULT_SPEC)
     retriever.embed("warm up")
     opened = time.perf_counter() - start
-    say(f"open + prepare (table from {'Chroma' if retriever.store else 'the saved copy'}): {opened:.2f} s")
+    bm25 = ", ".join(sorted(retriever.lexical._from_file)) or "none"
+    say(f"open + prepare: {opened:.2f} s (table from {'Chroma' if retriever.store else 'the saved copy'}; BM25 "
+        f"indexes from the saved copy: {bm25}; embedder {loaded})")  # fmt: skip
     for label in ("pass 1", "pass 2"):
         embeds, retrieves, walls, cpus = [], [], [], []
         for q in questions:

@@ -132,16 +132,15 @@ def cold(bundle: Path, runs: int) -> None:
     say(f"       — {load()}")
 
 
-def baseline(bundle: Path, code: Path, runs: int) -> None:
+def baseline(bundles: list[Path], code: Path, runs: int) -> None:
     """The same cold commands with another checkout's code (e.g. ``git archive 52d1584``), alternating with this
-    one, so both see the same load."""
+    one, so both see the same load (on this machine even an idle run's CPU time moves by a third)."""
     say(f"## A/B against the code in {code} ({runs} alternating runs each, medians) — {load()}")
     boot = "import sys; sys.path.insert(0, sys.argv.pop(1)); from vault2okf.cli import app; app()"
     theirs = [sys.executable, "-c", boot]
-    for label, args in (
-        ("search --json", ["search", str(bundle), SEARCH_Q, "--json"]),
-        ("index, nothing changed", ["index", str(bundle), "--embedder", "minilm"]),
-    ):
+    cases = [(f"search --json, {b.name}", ["search", str(b), SEARCH_Q, "--json"]) for b in bundles]
+    cases += [(f"no-change index, {b.name}", ["index", str(b), "--embedder", "minilm"]) for b in bundles]
+    for label, args in cases:
         new, old, new_cpu, old_cpu = [], [], [], []
         for _ in range(runs):
             wall, _ = median_wall([*CLI, *args], 1)
@@ -150,7 +149,7 @@ def baseline(bundle: Path, code: Path, runs: int) -> None:
             wall, _ = median_wall([theirs[0], theirs[1], theirs[2], str(code), *args], 1)
             old.append(wall)
             old_cpu.append(CPU[-1])
-        say(f"{label:<24} this code {statistics.median(new):6.2f} s [CPU {statistics.median(new_cpu):.2f} s]   "
+        say(f"{label:<28} this code {statistics.median(new):6.2f} s [CPU {statistics.median(new_cpu):.2f} s]   "
             f"baseline {statistics.median(old):6.2f} s [CPU {statistics.median(old_cpu):.2f} s]")  # fmt: skip
     say(f"       — {load()}")
 
@@ -324,7 +323,7 @@ def main() -> None:
         f"{sys.version.split()[0]}; MiniLM index; start {load()}")  # fmt: skip
     parts = {
         "cold": lambda: cold(args.bundle, args.runs),
-        "baseline": lambda: baseline(args.bundle, args.baseline, args.runs) if args.baseline else None,
+        "baseline": lambda: baseline([args.bundle, args.thellade], args.baseline, args.runs) if args.baseline else None,
         "prompt": lambda: prompt_speed(args.bundle, args.rounds),
         "warm": lambda: warm(args.thellade, args.golden),
         "index": lambda: no_change([args.bundle, args.thellade], args.runs),

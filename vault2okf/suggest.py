@@ -288,8 +288,8 @@ class BodyWords:
 
 def body_words(body: str) -> BodyWords:
     """Interned: the convert cache holds each word once, however many notes write it."""
-    runs = Counter(map(sys.intern, _CAPITAL_RUN.findall(body)))
-    return BodyWords(runs, frozenset(map(sys.intern, _LOWER_WORD.findall(body))))
+    runs = Counter({sys.intern(run): n for run, n in Counter(_CAPITAL_RUN.findall(body)).items()})
+    return BodyWords(runs, frozenset(map(sys.intern, set(_LOWER_WORD.findall(body)))))
 
 
 def spelling_variants(

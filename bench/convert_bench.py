@@ -98,14 +98,19 @@ def measure(vault: Path, repeat: int, memory: bool) -> None:
         f = statistics.median(floors)
         say(f"vault: {vault.name}  notes: {result.notes}  links: {result.links}  runs: {repeat}")
         say(f"floor (read + scan for [[):  {f * 1000:7.0f} ms")
-        for name, times in (("full convert", fulls), ("nothing changed", same), ("one note edited", edited)):
-            t = statistics.median(times)
-            say(f"{name + ':':<28} {t * 1000:7.0f} ms = {t / f:5.1f}x the floor")
+        against_floor(f, 28, ("full convert", fulls), ("nothing changed", same), ("one note edited", edited))
         say(f"  (one note edited: {statistics.median(reused):.0f} of {result.notes} notes carried unchanged)")
         say(f"in-process peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
         whole(copy, out, full_out, repeat, memory)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def against_floor(floor_s: float, width: int, *rows: tuple[str, list[float]]) -> None:
+    """One line per figure: its median and how many times the floor it is."""
+    for name, times in rows:
+        t = statistics.median(times)
+        say(f"{name + ':':<{width}} {t * 1000:7.0f} ms = {t / floor_s:5.1f}x the floor")
 
 
 def whole(vault: Path, out: Path, full_out: Path, repeat: int, memory: bool) -> None:
@@ -124,9 +129,7 @@ def whole(vault: Path, out: Path, full_out: Path, repeat: int, memory: bool) -> 
     f = statistics.median(floors)
     say(f"whole commands (fresh processes, medians of {repeat}):")
     say(f"floor `python -c <read + scan>`: {f * 1000:7.0f} ms")
-    for name, times in (("convert --full", fulls), ("convert, nothing changed", same), ("convert, one edit", edited)):
-        t = statistics.median(times)
-        say(f"{name + ':':<31} {t * 1000:7.0f} ms = {t / f:5.1f}x the floor")
+    against_floor(f, 31, ("convert --full", fulls), ("convert, nothing changed", same), ("convert, one edit", edited))
     if memory:  # RUSAGE_CHILDREN is the biggest child so far: the full convert is measured first
         say(f"peak RSS of the biggest command (the full convert): {rss['full']:.0f} MiB")
 

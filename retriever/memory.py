@@ -101,13 +101,7 @@ class ChunkTable:
         }
         for key, values in (("ids", self.ids), ("note_ids", self.note_ids), ("texts", self.texts)):
             arrays[key], arrays[f"{key}_ends"] = _blob(values)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        part = path.with_name(f"{path.name}.part-{os.getpid()}.npz")
-        try:
-            np.savez(part, **arrays)  # type: ignore[arg-type]
-            os.replace(part, path)
-        finally:
-            part.unlink(missing_ok=True)
+        save_npz(path, arrays)
 
     @classmethod
     def load(cls, path: Path) -> tuple[ChunkTable, dict[str, Any]] | None:
@@ -245,13 +239,7 @@ class Lexical:
         arrays = {"meta": _blob([json.dumps(meta, sort_keys=True)])[0]}
         for kind, index in (("chunks", self.chunks), ("notes", self.notes)):
             arrays.update(index.arrays(kind))
-        path.parent.mkdir(parents=True, exist_ok=True)
-        part = path.with_name(f"{path.name}.part-{os.getpid()}.npz")
-        try:
-            np.savez(part, **arrays)  # type: ignore[arg-type]
-            os.replace(part, path)
-        finally:
-            part.unlink(missing_ok=True)
+        save_npz(path, arrays)
 
 
 @dataclass(frozen=True)
@@ -341,3 +329,14 @@ class ContextVectors:
     def similarity(self, texts: list[str], qvec: np.ndarray) -> float:
         rows = [self.row[t] for t in texts if t in self.row]
         return float(np.max(self.vectors[rows] @ qvec)) if rows else 0.0
+
+
+def save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    """Write ``arrays`` to ``path`` atomically: a temp file beside it, renamed over it (a kill leaves the old)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    part = path.with_name(f"{path.name}.part-{os.getpid()}.npz")
+    try:
+        np.savez(part, **arrays)  # type: ignore[arg-type]
+        os.replace(part, path)
+    finally:
+        part.unlink(missing_ok=True)

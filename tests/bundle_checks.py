@@ -49,3 +49,16 @@ def database_rows(bundle: Path) -> dict[str, list[tuple]]:
         return {t: sorted(con.execute(f"SELECT * FROM {t}").fetchall(), key=repr) for t in tables}
     finally:
         con.close()
+
+
+def indexed_bundle(root: Path, notes: dict[str, str]) -> Path:
+    """A vault of ``notes`` (path -> text) under ``root``, converted and indexed with MiniLM: ``root/bundle``."""
+    from retriever.index import index_bundle
+    from vault2okf.convert import convert
+
+    for path, text in notes.items():
+        (root / "vault" / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / "vault" / path).write_text(text + "\n", "utf-8")
+    convert(root / "vault", root / "bundle")
+    index_bundle(root / "bundle", embedder_name="minilm", progress=False)
+    return root / "bundle"

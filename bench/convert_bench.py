@@ -62,7 +62,8 @@ def command(args: list[str]) -> tuple[float, float]:
 
 
 def edit(vault: Path, run: int) -> Callable[[], None]:
-    note = sorted(vault.rglob("*.md"))[len(list(vault.rglob("*.md"))) // 2]
+    notes = sorted(vault.rglob("*.md"))
+    note = notes[len(notes) // 2]
     original = note.read_text("utf-8")
 
     def change() -> None:

@@ -41,7 +41,7 @@ from vault2okf.resolve import NOTE_STATUSES, Resolution, Resolver, Status
 from vault2okf.rewrite import anchor, label
 from vault2okf.skill import skill_text
 from vault2okf.suggest import body_words, spelling_variants
-from vault2okf.walk import VaultFile, Walk, walk_vault
+from vault2okf.walk import Walk, walk_vault
 
 _NOTE = (*NOTE_STATUSES, Status.SELF)
 _OKF_KEYS = ("type", "title", "description", "resource", "timestamp", "tags")
@@ -127,6 +127,7 @@ class _Run:
         self.states: dict[str, dict[str, Any]] = {}  # vault path -> this run's NoteState fields
         self.parsed: dict[str, Note] = {}
         self.data: dict[str, bytes] = {}
+        self.files = {f.path: f for f in walk.notes}
         self._parse()
         clock.lap("parse")
         self._resolve()
@@ -158,7 +159,7 @@ class _Run:
                 "read_problems": tuple(p for _, p in found),
             }
             self._fresh_note(f.path, note)
-        self.problems.extend((p, pr) for p, s in self.states.items() for pr in self._read_problems(s))
+        self.problems.extend((p, pr) for p in self.states for pr in self._get(p, "read_problems"))
         for f in self.walk.notes:
             s = self.states[f.path]
             st = s["reuse"]
@@ -171,11 +172,6 @@ class _Run:
                 self.parsed[f.path] = replace(self.parsed[f.path], code=None)  # its lines: only the fields read them
             self.problems.extend((f.path, pr) for pr in s["meta_problems"])
 
-    def _read_problems(self, s: dict[str, Any]) -> tuple[Problem, ...]:
-        if "read_problems" not in s:
-            s["read_problems"] = s["reuse"].read_problems
-        return s["read_problems"]
-
     def _fresh_note(self, path: str, note: Note) -> None:
         s = self.states[path]
         s.update(parse_problems=note.problems, links=note.links, words=body_words(note.body))
@@ -184,7 +180,7 @@ class _Run:
         """The parsed note, read again when it was taken from the cache (its content is the one cached)."""
         if path not in self.parsed:
             s = self.states[path]
-            file = self._files[path]
+            file = self.files[path]
             found: Problems = []
             data = self.data.pop(path, None) or read_bytes(file, self.config, found)
             note = data if isinstance(data, Note) else parse_safe(path, data, found)
@@ -192,12 +188,6 @@ class _Run:
             if _content(data, found) != s["content"]:  # changed since the walk: the next run will see it
                 s["content"] = None
         return self.parsed[path]
-
-    @property
-    def _files(self) -> dict[str, VaultFile]:
-        if not hasattr(self, "_by_path"):
-            self._by_path = {f.path: f for f in self.walk.notes}
-        return self._by_path
 
     def _get(self, path: str, name: str) -> Any:
         s = self.states[path]
@@ -237,7 +227,6 @@ class _Run:
         doc_of.update({a.path: a.path for a in self.walk.attachments if a.path in used})
         self.doc_of, self.used = doc_of, used
         self.bodies: dict[str, str] = {}
-        self.docs: dict[str, b.Doc] = {}
         self.carried: list[str] = []
         for path in paths:
             s = self.states[path]
@@ -263,9 +252,6 @@ class _Run:
                 resolved_map = {(path, lk): r for lk, r in zip(note.links, s["resolved"], strict=False)}
                 doc = _doc_safe(note, s["meta"], self.bodies[path], doc_of, resolved_map, self.vault.name, found)
                 s.update(rewrite_problems=rewrite[path], doc_problems=tuple(p for _, p in found), doc=doc)
-                self.docs[path] = doc
-                if "links" not in s:
-                    self._fresh_note(path, note)
             self.problems.extend((path, p) for p in s["doc_problems"])
         self.reused = len(self.carried)
 
@@ -313,7 +299,7 @@ class _Run:
         files: dict[str, str | bytes] = {}
         links_from: dict[str, str] = {}
         old_root = str(self.out)
-        docs, concepts, link_rows = [], [], []
+        docs, concepts = [], []
         for path in paths:
             doc = self.states[path]["doc"]
             rel = f"{b.CONCEPTS}/{doc.doc_path}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -123,13 +124,14 @@ def carry_database(path: Path, old: Path, tables: Tables, carried: Sequence[str]
         con.execute("CREATE TEMP TABLE new_links AS SELECT *, ''::VARCHAR AS vp, 0::BIGINT AS ord FROM links LIMIT 0")
         _insert(con, "new_concepts", CONCEPT_COLUMNS, tables.concepts)
         vault_path = {row.id: row.vault_path for row in tables.concepts}
-        ordinal: dict[str, int] = {}
-        extra = []
+        ordinal: Counter[str] = Counter()  # a link's place among its note's links
+        places = []
         for row in tables.links:
-            ordinal[row.source_id] = ordinal.get(row.source_id, -1) + 1
-            extra.append(_Ordered(vault_path[row.source_id], ordinal[row.source_id]))
-        joined = [_Joined(r, e) for r, e in zip(tables.links, extra, strict=True)]
-        _insert(con, "new_links", (*LINK_COLUMNS, "vp", "ord"), joined)
+            places.append(ordinal[row.source_id])
+            ordinal[row.source_id] += 1
+        links = _columns(LINK_COLUMNS, tables.links)
+        _insert_columns(con, "new_links", (*LINK_COLUMNS, "vp", "ord"),
+                        [*links, [vault_path[r.source_id] for r in tables.links], places])  # fmt: skip
         con.execute(
             "INSERT INTO concepts SELECT * FROM (SELECT c.* FROM old.concepts c WHERE c.vault_path IN "
             "(SELECT vault_path FROM carried) UNION ALL SELECT * FROM new_concepts) ORDER BY vault_path"
@@ -144,33 +146,28 @@ def carry_database(path: Path, old: Path, tables: Tables, carried: Sequence[str]
         con.close()
 
 
-@dataclass(frozen=True)
-class _Ordered:
-    vp: str
-    ord: int
-
-
-class _Joined:
-    """A link row with its note's vault path and its place among the note's links, for ``carry_database``."""
-
-    def __init__(self, row: LinkRow, extra: _Ordered) -> None:
-        self.row, self.extra = row, extra
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.extra if name in ("vp", "ord") else self.row, name)
-
-
 def _quoted(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
 def _insert(con: duckdb.DuckDBPyConnection, table: str, columns: Sequence[str], rows: Sequence[Any]) -> None:
     """All rows in one statement: one list per column, unnested side by side."""
-    if not rows:
+    if rows:
+        _insert_columns(con, table, columns, _columns(columns, rows))
+
+
+def _columns(columns: Sequence[str], rows: Sequence[Any]) -> list[list[Any]]:
+    return [[_value(getattr(row, col)) for row in rows] for col in columns]
+
+
+def _insert_columns(
+    con: duckdb.DuckDBPyConnection, table: str, columns: Sequence[str], column_lists: Sequence[list[Any]]
+) -> None:
+    """One list per column, unnested side by side."""
+    if not column_lists or not column_lists[0]:
         return
     placeholders = ", ".join(f"unnest(${i + 1})" for i in range(len(columns)))
-    column_lists = [[_value(getattr(row, col)) for row in rows] for col in columns]
-    con.execute(f"INSERT INTO {table} ({', '.join(columns)}) SELECT {placeholders}", column_lists)
+    con.execute(f"INSERT INTO {table} ({', '.join(columns)}) SELECT {placeholders}", list(column_lists))
 
 
 def _value(value: Any) -> Any:

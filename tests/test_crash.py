@@ -59,9 +59,9 @@ def run_to_end(*args: object) -> float:
     return time.monotonic() - started
 
 
-def run_and_kill(args: list[str], delay: float) -> bool:
+def run_and_kill(args: list[str], delay: float, env: dict[str, str] = ENV) -> bool:
     """Start the command, kill -9 it after `delay` seconds; True when it was still running (a real kill)."""
-    process = subprocess.Popen(args, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         process.wait(timeout=delay)
         return False
@@ -102,6 +102,26 @@ def _watch_bar(process: subprocess.Popen, share: float | None, reached: threadin
         if share is not None and bars and int(bars[-1][0]) >= share * int(bars[-1][1]):
             reached.set()
     reached.set()
+
+
+def processes_naming(path: Path) -> list[int]:
+    """Pids of the processes whose command line names ``path`` (a killed convert's forked workers would)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and str(path).encode() in (proc / "cmdline").read_bytes():
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
+
+
+def assert_no_workers_left(bundle: Path) -> None:
+    """A killed convert's workers die with it (they would go on writing into its staging folder)."""
+    deadline = time.monotonic() + 5
+    while (left := processes_naming(bundle)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not left, f"processes of the killed convert still running: {left}"
 
 
 def assert_usable(bundle: Path) -> None:
@@ -176,7 +196,9 @@ def test_index_killed_at_random_points_resumes_to_exactly_the_clean_chunks(clean
 def test_convert_killed_at_random_points_leaves_a_usable_bundle_and_its_index(clean_index, tmp_path: Path) -> None:
     """Half the killed runs are full converts (``--full``), half incremental ones after a note was edited
     (the edit toggles, so the bundle stays that of the vault or of the vault plus one line): both paths are
-    killed in their write, seal and swap. Each kind's kill points are spread over its own measured length."""
+    killed in their write, seal and swap. Each kind's kill points are spread over its own measured length.
+    Every other pair of runs spreads its notes over two forked workers (``VAULT2OKF_WORKERS=2``), which must
+    die with the killed convert."""
     template, clean, _ = clean_index
     vault = tmp_path / "work" / "vault"
     shutil.copytree(VAULTS / "blades-of-vengeance", vault)
@@ -204,8 +226,10 @@ def test_convert_killed_at_random_points_leaves_a_usable_bundle_and_its_index(cl
         if kind == "incremental":
             toggle()
         args = ("--full",) if kind == "full" else ()
-        kills += run_and_kill(cli("convert", vault, "-o", bundle, *args), delay * seconds[kind])
+        env = {**ENV, "VAULT2OKF_WORKERS": "2" if attempts // 2 % 2 else "1"}
+        kills += run_and_kill(cli("convert", vault, "-o", bundle, *args), delay * seconds[kind], env)
         attempts += 1
+        assert_no_workers_left(bundle)
         assert_usable(bundle)  # the previous bundle or the new one, never none
         left_over += any(p.name.startswith(".bundle.tmp-") for p in bundle.parent.iterdir())
         index_aside += not (bundle / b.STATE / "index.json").is_file()

@@ -20,7 +20,7 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -267,7 +267,7 @@ def write_tree(
     if folders:
         make_folders(stage, (*files, *copies, *carried))
     with ThreadPoolExecutor(max_workers=8) as pool:  # file creation is I/O bound; threads overlap it
-        list(pool.map(lambda item: _write_file(stage / item[0], item[1]), files.items()))
+        list(pool.map(lambda item: write_file(stage / item[0], item[1]), files.items()))
         list(pool.map(lambda item: shutil.copyfile(item[1], stage / item[0]), copies.items()))
     root = str(stage)
     for rel, old in carried.items():
@@ -288,8 +288,31 @@ def make_folders(stage: Path, paths: Iterable[str]) -> None:
                 folder = posixpath.dirname(folder)
 
 
-def _write_file(path: Path, content: str | bytes) -> None:
-    path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
+class Writer:
+    """Files written on threads while the caller goes on (file creation is I/O bound, and a busy disk makes
+    each one wait); ``wait`` returns when all are written and raises the first error. One per process: a
+    forked worker makes its own; ``close`` it where it was made."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.pool = ThreadPoolExecutor(max_workers=4)
+        self.pending: list[Future[None]] = []
+
+    def write(self, path: str, content: str | bytes) -> None:
+        self.pending.append(self.pool.submit(write_file, path, content))
+
+    def close(self) -> None:
+        """Wait for every file; the first error is raised. The writer's threads are gone after it."""
+        try:
+            for done in self.pending:
+                done.result()
+        finally:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+def write_file(path: str | Path, content: str | bytes) -> None:
+    with open(path, "wb") as fh:
+        fh.write(content if isinstance(content, bytes) else content.encode("utf-8"))
 
 
 def swap_into_place(stage: Path, out: Path) -> None:

@@ -7,6 +7,7 @@ import json
 import os
 import posixpath
 import shutil
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -30,7 +31,7 @@ from vault2okf.cache import (
 from vault2okf.cache import load as load_cache
 from vault2okf.cache import save as save_cache
 from vault2okf.config import Config, load_config
-from vault2okf.db import ConceptRow, LinkRow, Tables, carry_database, write_database
+from vault2okf.db import ConceptRow, DatabaseWriter, LinkRow
 from vault2okf.guard import Problems, note_meta_safe, parse_safe, read_bytes, resolve_links_safe, rewrite_safe
 from vault2okf.html import link_health_html
 from vault2okf.meta import Meta, vault_base
@@ -38,10 +39,11 @@ from vault2okf.names import assign_doc_paths
 from vault2okf.parse import _FM_WIKILINK, Note, Problem, Syntax, split_wikilink
 from vault2okf.report import LinkRecord, LinkReport, type_rows
 from vault2okf.resolve import NOTE_STATUSES, Resolution, Resolver, Status
-from vault2okf.rewrite import anchor, label
+from vault2okf.rewrite import anchor, label, relative
 from vault2okf.skill import skill_text
-from vault2okf.suggest import body_words, spelling_variants
-from vault2okf.walk import Walk, walk_vault
+from vault2okf.suggest import BodyWords, body_words, spelling_variants
+from vault2okf.walk import VaultFile, Walk, walk_vault
+from vault2okf.workers import parallel_chunks, parallel_map
 
 _NOTE = (*NOTE_STATUSES, Status.SELF)
 _OKF_KEYS = ("type", "title", "description", "resource", "timestamp", "tags")
@@ -126,7 +128,6 @@ class _Run:
         self.problems: Problems = list(walk.problems)  # every step below reports here instead of raising
         self.states: dict[str, dict[str, Any]] = {}  # vault path -> this run's NoteState fields
         self.parsed: dict[str, Note] = {}
-        self.data: dict[str, bytes] = {}
         self.files = {f.path: f for f in walk.notes}
         self._parse()
         clock.lap("parse")
@@ -137,44 +138,57 @@ class _Run:
     # -- reading ------------------------------------------------------------------------------------------
     def _parse(self) -> None:
         old = self.old.notes if self.old else {}
+        todo: list[tuple[VaultFile, NoteState | None]] = []
         for f in self.walk.notes:
             st = old.get(f.path)
             if st is not None and self.old is not None and st.sig == f.sig and not self.old.racy(f):
                 self.states[f.path] = {"sig": f.sig, "content": st.content, "reuse": st}
-                continue
-            found: Problems = []
-            data = read_bytes(f, self.config, found)
-            content = _content(data, found)
-            if st is not None and content is not None and content == st.content:
-                self.states[f.path] = {"sig": f.sig, "content": content, "reuse": st}
-                if isinstance(data, bytes):
-                    self.data[f.path] = data
-                continue
-            note = data if isinstance(data, Note) else parse_safe(f.path, data, found)
-            self.parsed[f.path] = note
-            self.states[f.path] = {
-                "sig": f.sig,
-                "content": content,
-                "reuse": None,
-                "read_problems": tuple(p for _, p in found),
-            }
-            self._fresh_note(f.path, note)
+            else:
+                todo.append((f, st))
+        for (f, st), (state, note) in zip(todo, parallel_map(self._read, todo), strict=True):
+            if note is not None:
+                self.parsed[f.path] = note
+                state["words"] = _interned(state["words"])
+            self.states[f.path] = {**state, "reuse": st} if "links" not in state else state
         self.problems.extend((p, pr) for p in self.states for pr in self._get(p, "read_problems"))
         for f in self.walk.notes:
             s = self.states[f.path]
             st = s["reuse"]
-            if st is not None and st.mtime == f.mtime and st.base == self.config.base:
+            if "meta" in s:
+                pass
+            elif st is not None and st.mtime == f.mtime and st.base == self.config.base:
                 s.update(mtime=f.mtime, base=st.base, meta=st.meta, meta_problems=st.meta_problems)
             else:
-                found = []
-                meta = note_meta_safe(self.note(f.path), f.mtime, self.config, found)
-                s.update(mtime=f.mtime, base=self.config.base, meta=meta, meta_problems=tuple(p for _, p in found))
+                self._meta(f, s, self.note(f.path))
                 self.parsed[f.path] = replace(self.parsed[f.path], code=None)  # its lines: only the fields read them
             self.problems.extend((f.path, pr) for pr in s["meta_problems"])
 
-    def _fresh_note(self, path: str, note: Note) -> None:
-        s = self.states[path]
-        s.update(parse_problems=note.problems, links=note.links, words=body_words(note.body))
+    def _read(self, item: tuple[VaultFile, NoteState | None]) -> tuple[dict[str, Any], Note | None]:
+        """One note read: its state, and the note parsed (with its fields), or None where its content is the
+        one ``st`` recorded. Runs in a worker (``parallel_map``): it changes nothing of the run's."""
+        f, st = item
+        found: Problems = []
+        data = read_bytes(f, self.config, found)
+        content = _content(data, found)
+        if st is not None and content is not None and content == st.content:
+            return {"sig": f.sig, "content": content}, None
+        note = data if isinstance(data, Note) else parse_safe(f.path, data, found)
+        state = {
+            "sig": f.sig,
+            "content": content,
+            "reuse": None,
+            "read_problems": tuple(p for _, p in found),
+            "parse_problems": note.problems,
+            "links": note.links,
+            "words": body_words(note.body),
+        }
+        self._meta(f, state, note)
+        return state, replace(note, code=None)  # its lines: only the fields read them
+
+    def _meta(self, f: VaultFile, state: dict[str, Any], note: Note) -> None:
+        found: Problems = []
+        meta = note_meta_safe(note, f.mtime, self.config, found)
+        state.update(mtime=f.mtime, base=self.config.base, meta=meta, meta_problems=tuple(p for _, p in found))
 
     def note(self, path: str) -> Note:
         """The parsed note, read again when it was taken from the cache (its content is the one cached)."""
@@ -182,7 +196,7 @@ class _Run:
             s = self.states[path]
             file = self.files[path]
             found: Problems = []
-            data = self.data.pop(path, None) or read_bytes(file, self.config, found)
+            data = read_bytes(file, self.config, found)
             note = data if isinstance(data, Note) else parse_safe(path, data, found)
             self.parsed[path] = note
             if _content(data, found) != s["content"]:  # changed since the walk: the next run will see it
@@ -226,7 +240,6 @@ class _Run:
         used = frozenset(r.resolution.path or "" for r in self.records if r.resolution.status is Status.ATTACHMENT)
         doc_of.update({a.path: a.path for a in self.walk.attachments if a.path in used})
         self.doc_of, self.used = doc_of, used
-        self.bodies: dict[str, str] = {}
         self.carried: list[str] = []
         for path in paths:
             s = self.states[path]
@@ -235,25 +248,50 @@ class _Run:
             if st is not None and self._carries(path, st):
                 s.update(rewrite_problems=st.rewrite_problems, doc_problems=st.doc_problems, doc=st.doc)
                 self.carried.append(path)
-        rewrite: dict[str, tuple[Problem, ...]] = {}
-        for path in paths:
-            s = self.states[path]
-            if "doc" not in s:
-                note, found = self.note(path), list[tuple[str, Problem]]()
-                # strict=False: a note edited since the walk has other links; the next run redoes it
-                resolved = dict(zip(note.links, s["resolved"], strict=False))
-                self.bodies[path] = rewrite_safe(note, resolved, doc_of, found)
-                rewrite[path] = tuple(p for _, p in found)
-            self.problems.extend((path, p) for p in rewrite.get(path, s.get("rewrite_problems", ())))
-        for path in paths:
-            s = self.states[path]
-            if "doc" not in s:
-                note, found = self.note(path), []
-                resolved_map = {(path, lk): r for lk, r in zip(note.links, s["resolved"], strict=False)}
-                doc = _doc_safe(note, s["meta"], self.bodies[path], doc_of, resolved_map, self.vault.name, found)
-                s.update(rewrite_problems=rewrite[path], doc_problems=tuple(p for _, p in found), doc=doc)
-            self.problems.extend((path, p) for p in s["doc_problems"])
         self.reused = len(self.carried)
+
+    def _make_docs(self, stage: Path, rows: Callable[[list[ConceptRow]], None]) -> None:
+        """The doc of every note not carried, written into ``stage`` (spread over workers); its concepts row
+        given to ``rows``, a chunk of notes at a time, in the notes' order."""
+        todo = [p for p in (f.path for f in self.walk.notes) if "doc" not in self.states[p]]
+        b.make_folders(stage, [f"{b.CONCEPTS}/{self.doc_of[p]}" for p in todo])
+        self.stage = str(stage)
+        self.writer: b.Writer | None = None
+        done = 0
+        for chunk in parallel_chunks(self._make_doc, todo, self._written):
+            for path, (doc, rewrite, problems, _, content) in zip(todo[done:], chunk, strict=False):
+                self.states[path].update(doc=doc, rewrite_problems=rewrite, doc_problems=problems, content=content)
+            rows([row for *_, row, _ in chunk])
+            done += len(chunk)
+        self.parsed.clear()  # the rows hold what the database needs; the notes' text need not stay in memory
+        for path in (f.path for f in self.walk.notes):
+            self.problems.extend((path, p) for p in self.states[path]["rewrite_problems"])
+        for path in (f.path for f in self.walk.notes):
+            self.problems.extend((path, p) for p in self.states[path]["doc_problems"])
+
+    def _make_doc(self, path: str) -> tuple[b.Doc, tuple[Problem, ...], tuple[Problem, ...], ConceptRow, str | None]:
+        """One note's links rewritten, its doc rendered and written, its concepts row: the doc without its
+        text, the problems of each step, the row, and its content key (None: the note changed since the walk).
+        Runs in a worker (``parallel_map``)."""
+        s, note, found = self.states[path], self.note(path), list[tuple[str, Problem]]()
+        # strict=False: a note edited since the walk has other links; the next run redoes it
+        resolved = dict(zip(note.links, s["resolved"], strict=False))
+        body = rewrite_safe(note, resolved, self.doc_of, found)
+        rewrite = tuple(p for _, p in found)
+        found = []
+        resolved_map = {(path, lk): r for lk, r in resolved.items()}
+        doc = _doc_safe(note, s["meta"], body, self.doc_of, resolved_map, self.vault.name, found)
+        if self.writer is None or self.writer.pid != os.getpid():  # the first doc of this process
+            self.writer = b.Writer()
+        self.writer.write(os.path.join(self.stage, b.CONCEPTS, doc.doc_path), doc.text)
+        row = _concept_row(note, s["meta"], doc, body)
+        return replace(doc, text=""), rewrite, tuple(p for _, p in found), row, s["content"]
+
+    def _written(self) -> None:
+        """Every doc this process gave its writer is written (``parallel_map``'s ``finish``)."""
+        if self.writer is not None and self.writer.pid == os.getpid():
+            writer, self.writer = self.writer, None
+            writer.close()
 
     def _carries(self, path: str, st: NoteState) -> bool:
         s = self.states[path]
@@ -292,26 +330,48 @@ class _Run:
         return self._report
 
     def write(self, stage: Path, key: str, started: int) -> ConvertCache:
-        report = self.report
-        vault, doc_of, used = self.vault, self.doc_of, self.used
-        paths = [f.path for f in self.walk.notes]
+        meta = {"vault": self.vault.name, "okf_version": b.OKF_VERSION}
+        old_db = self.old_db if self.carried else None
+        database = DatabaseWriter(stage / "okf.duckdb", meta, old_db, self.carried)
+        try:
+            self._make_docs(stage, database.concepts)
+            self.clock.lap("docs")
+            with ThreadPoolExecutor(max_workers=1) as pool:  # DuckDB loads while the rest is made and written
+                links = pool.submit(self._write_links, database)
+                files = self._write_rest(stage)
+                links.result()
+        except BaseException:
+            database.abort()
+            raise
+        self.clock.lap("write")
+        return self._cache(stage, key, started, files)
+
+    def _write_links(self, database: DatabaseWriter) -> None:
+        """The links rows of the notes not carried, a batch at a time, and the database finished."""
         carried = set(self.carried)
+        batch: list[LinkRow] = []
+        for r in self.records:
+            if r.source not in carried:
+                batch.append(_link_row(r, self.doc_of))
+                if len(batch) >= _LINK_BATCH:
+                    database.links(batch)
+                    batch = []
+        database.links(batch)
+        database.close()
+
+    def _write_rest(self, stage: Path) -> dict[str, str | bytes]:
+        """The folder indexes, the link-health report, SKILL.md and the marker written, the attachments copied
+        and every file carried from the old bundle linked: the files written, by path."""
+        report = self.report
+        self.clock.lap("report")
+        vault, doc_of, used = self.vault, self.doc_of, self.used
         files: dict[str, str | bytes] = {}
         links_from: dict[str, str] = {}
         old_root = str(self.out)
-        docs, concepts = [], []
-        for path in paths:
-            doc = self.states[path]["doc"]
-            rel = f"{b.CONCEPTS}/{doc.doc_path}"
-            docs.append(doc)
-            if path in carried:
-                links_from[rel] = os.path.join(old_root, rel)
-                continue
-            files[rel] = doc.text
-            note = self.note(path)
-            concepts.append(_concept_row(note, self.states[path]["meta"], doc, self.bodies[path]))
-        self.parsed.clear()  # the rows hold what the database needs; the notes' text need not stay in memory
-        link_rows = [_link_row(r, doc_of) for r in self.records if r.source not in carried]
+        docs = [self.states[f.path]["doc"] for f in self.walk.notes]
+        for path in self.carried:
+            rel = f"{b.CONCEPTS}/{self.states[path]['doc'].doc_path}"
+            links_from[rel] = os.path.join(old_root, rel)
         attachment_folders = {posixpath.dirname(p) for p in used if p}
         for folder, text in b.folder_indexes(docs, vault.name, attachment_folders).items():
             files[posixpath.join(b.CONCEPTS, folder, "index.md")] = text
@@ -333,18 +393,8 @@ class _Run:
             else:
                 copies[rel] = a.abs_path
         self.clock.lap("render")
-        meta = {"vault": vault.name, "okf_version": b.OKF_VERSION}
-        tables = Tables(concepts, link_rows)
-        b.make_folders(stage, (*files, *copies, *links_from))  # first: DuckDB's fsync would stall each mkdir
-        with ThreadPoolExecutor(max_workers=1) as pool:  # DuckDB loads while the files are written
-            if carried:
-                database = pool.submit(carry_database, stage / "okf.duckdb", self.old_db, tables, self.carried, meta)
-            else:
-                database = pool.submit(write_database, stage / "okf.duckdb", tables, meta)
-            b.write_tree(stage, files, copies, links_from, folders=False)
-            database.result()
-        self.clock.lap("write")
-        return self._cache(stage, key, started, files)
+        b.write_tree(stage, files, copies, links_from)
+        return files
 
     def _cache(self, stage: Path, key: str, started: int, files: dict[str, str | bytes]) -> ConvertCache:
         notes, root = {}, str(stage)
@@ -372,6 +422,7 @@ class _Run:
         )
 
 
+_LINK_BATCH = 5000  # links rows per insert: few statements, never every row in memory at once
 _STATE_FIELDS = (
     "sig", "content", "read_problems", "parse_problems", "links", "words", "mtime", "base", "meta",
     "meta_problems", "resolved", "resolve_problems", "inputs", "rewrite_problems", "doc_problems",
@@ -381,6 +432,12 @@ _STATE_FIELDS = (
 @dataclass(frozen=True)
 class _Path:
     path: str  # a note as spelling_variants needs it when its body_words are known
+
+
+def _interned(words: BodyWords) -> BodyWords:
+    """``words`` sent back by a worker, each word held once again (as ``body_words`` leaves them)."""
+    runs = Counter({sys.intern(w): n for w, n in words.runs.items()})
+    return BodyWords(runs, frozenset(map(sys.intern, words.lower)))
 
 
 def _content(data: bytes | Note, problems: Problems) -> str | None:
@@ -476,7 +533,7 @@ class _FrontLinks:
             return target
         link, res = found
         if res.status in NOTE_STATUSES and res.path in self.doc_of:
-            rel = posixpath.relpath(self.doc_of[res.path], posixpath.dirname(self.source_doc) or ".")
+            rel = relative(self.source_doc, self.doc_of[res.path])
             return rel + anchor(link.anchor)
         return label(link) or link.target
 

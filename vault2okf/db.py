@@ -76,12 +76,6 @@ CONCEPT_COLUMNS = tuple(f.name for f in fields(ConceptRow))
 LINK_COLUMNS = tuple(f.name for f in fields(LinkRow))
 
 
-@dataclass(frozen=True)
-class Tables:
-    concepts: Sequence[ConceptRow]
-    links: Sequence[LinkRow]
-
-
 def migrate(con: duckdb.DuckDBPyConnection) -> None:
     """Apply every migration newer than the file's ``schema_version``."""
     has_meta = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'meta'").fetchone()
@@ -95,55 +89,85 @@ def migrate(con: duckdb.DuckDBPyConnection) -> None:
             con.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(version)])
 
 
-def write_database(path: Path, tables: Tables, meta: dict[str, str]) -> None:
-    """Create ``path`` (which must not exist) holding the bundle's concepts and links."""
-    con = duckdb.connect(str(path))
-    try:
-        migrate(con)
-        for key, value in sorted(meta.items()):
-            con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", [key, value])
-        _insert(con, "concepts", CONCEPT_COLUMNS, tables.concepts)
-        _insert(con, "links", LINK_COLUMNS, tables.links)
-    finally:
-        con.close()
+class DatabaseWriter:
+    """``okf.duckdb`` written a batch of rows at a time (so a big vault's rows are never all in memory): the
+    concepts by vault path, then each note's links in the order they were written, as ``write_database``
+    says. With ``old``, the rows of the notes ``carried`` (vault paths) are copied from that database instead
+    of coming from Python, and ``close`` puts them in their places: the result has the same rows in the same
+    order as a full write (a note's links keep their order in ``old``, which was written that way). It
+    connects on the first rows, not before (``convert`` forks its workers first)."""
 
+    def __init__(self, path: Path, meta: dict[str, str], old: Path | None = None, carried: Sequence[str] = ()) -> None:
+        self.path, self.meta, self.old, self.carried = path, meta, old, list(carried)
+        self.con: duckdb.DuckDBPyConnection | None = None
+        self.vault_path: dict[str, str] = {}  # concept id -> vault path of the rows from Python (carrying)
+        self.ordinal: Counter[str] = Counter()  # a link's place among its note's links (carrying)
 
-def carry_database(path: Path, old: Path, tables: Tables, carried: Sequence[str], meta: dict[str, str]) -> None:
-    """Create ``path`` as ``write_database`` would, where the rows of the notes ``carried`` (vault paths) are
-    copied from the database ``old`` instead of coming from Python: ``tables`` holds the other notes' rows.
-    The result has the same rows in the same order as a full write: concepts by vault path, a note's links in
-    the order they were written (their order in ``old``, which was written that way)."""
-    con = duckdb.connect(str(path))
-    try:
-        migrate(con)
-        for key, value in sorted(meta.items()):
-            con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", [key, value])
-        con.execute(f"ATTACH {_quoted(str(old))} AS old (READ_ONLY)")
-        con.execute("CREATE TEMP TABLE carried AS SELECT unnest($1::VARCHAR[]) AS vault_path", [list(carried)])
-        con.execute("CREATE TEMP TABLE new_concepts AS SELECT * FROM concepts LIMIT 0")
-        con.execute("CREATE TEMP TABLE new_links AS SELECT *, ''::VARCHAR AS vp, 0::BIGINT AS ord FROM links LIMIT 0")
-        _insert(con, "new_concepts", CONCEPT_COLUMNS, tables.concepts)
-        vault_path = {row.id: row.vault_path for row in tables.concepts}
-        ordinal: Counter[str] = Counter()  # a link's place among its note's links
+    def _connect(self) -> duckdb.DuckDBPyConnection:
+        if self.con is None:
+            con = self.con = duckdb.connect(str(self.path))
+            migrate(con)
+            for key, value in sorted(self.meta.items()):
+                con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", [key, value])
+            if self.old is not None:
+                con.execute(f"ATTACH {_quoted(str(self.old))} AS old (READ_ONLY)")
+                con.execute("CREATE TEMP TABLE carried AS SELECT unnest($1::VARCHAR[]) AS vault_path", [self.carried])
+                con.execute("CREATE TEMP TABLE new_concepts AS SELECT * FROM concepts LIMIT 0")
+                con.execute(
+                    "CREATE TEMP TABLE new_links AS SELECT *, ''::VARCHAR AS vp, 0::BIGINT AS ord FROM links LIMIT 0"
+                )
+        return self.con
+
+    def concepts(self, rows: Sequence[ConceptRow]) -> None:
+        """The next concepts rows, by vault path."""
+        if not rows:
+            return
+        con = self._connect()
+        if self.old is None:
+            _insert(con, "concepts", CONCEPT_COLUMNS, rows)
+            return
+        _insert(con, "new_concepts", CONCEPT_COLUMNS, rows)
+        self.vault_path.update((row.id, row.vault_path) for row in rows)
+
+    def links(self, rows: Sequence[LinkRow]) -> None:
+        """The next links rows (after every concepts row), each note's in the order they were written."""
+        if not rows:
+            return
+        con = self._connect()
+        if self.old is None:
+            _insert(con, "links", LINK_COLUMNS, rows)
+            return
         places = []
-        for row in tables.links:
-            places.append(ordinal[row.source_id])
-            ordinal[row.source_id] += 1
-        links = _columns(LINK_COLUMNS, tables.links)
-        _insert_columns(con, "new_links", (*LINK_COLUMNS, "vp", "ord"),
-                        [*links, [vault_path[r.source_id] for r in tables.links], places])  # fmt: skip
-        con.execute(
-            "INSERT INTO concepts SELECT * FROM (SELECT c.* FROM old.concepts c WHERE c.vault_path IN "
-            "(SELECT vault_path FROM carried) UNION ALL SELECT * FROM new_concepts) ORDER BY vault_path"
-        )
-        con.execute(
-            f"INSERT INTO links SELECT {', '.join(LINK_COLUMNS)} FROM ("
-            "SELECT l.*, c.vault_path AS vp, l.rowid AS ord FROM old.links l JOIN old.concepts c ON l.source_id = c.id "
-            "WHERE c.vault_path IN (SELECT vault_path FROM carried) UNION ALL SELECT * FROM new_links) ORDER BY vp, ord"
-        )
-        con.execute("DETACH old")
-    finally:
-        con.close()
+        for row in rows:
+            places.append(self.ordinal[row.source_id])
+            self.ordinal[row.source_id] += 1
+        columns = [*_columns(LINK_COLUMNS, rows), [self.vault_path[r.source_id] for r in rows], places]
+        _insert_columns(con, "new_links", (*LINK_COLUMNS, "vp", "ord"), columns)
+
+    def close(self) -> None:
+        """Finish the file (the carried rows put in their places) and close it."""
+        con = self._connect()
+        try:
+            if self.old is not None:
+                con.execute(
+                    "INSERT INTO concepts SELECT * FROM (SELECT c.* FROM old.concepts c WHERE c.vault_path IN "
+                    "(SELECT vault_path FROM carried) UNION ALL SELECT * FROM new_concepts) ORDER BY vault_path"
+                )
+                con.execute(
+                    f"INSERT INTO links SELECT {', '.join(LINK_COLUMNS)} FROM ("
+                    "SELECT l.*, c.vault_path AS vp, l.rowid AS ord FROM old.links l JOIN old.concepts c "
+                    "ON l.source_id = c.id WHERE c.vault_path IN (SELECT vault_path FROM carried) "
+                    "UNION ALL SELECT * FROM new_links) ORDER BY vp, ord"
+                )
+                con.execute("DETACH old")
+        finally:
+            self.abort()
+
+    def abort(self) -> None:
+        """Close the connection, the file unfinished (the caller removes it)."""
+        if self.con is not None:
+            self.con.close()
+            self.con = None
 
 
 def _quoted(text: str) -> str:

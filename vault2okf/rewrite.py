@@ -82,8 +82,23 @@ def label(link: Link) -> str:
 
 @lru_cache(maxsize=1 << 16)  # a vault links the same few notes from the same folders over and over
 def href(source_doc: str, target_doc: str) -> str:
-    rel = posixpath.relpath(target_doc, posixpath.dirname(source_doc) or ".")
-    return quote(rel, safe="/")
+    return quote(relative(source_doc, target_doc), safe="/")
+
+
+@lru_cache(maxsize=1 << 16)
+def relative(source_doc: str, target_doc: str) -> str:
+    """``target_doc`` relative to the folder of ``source_doc`` (both bundle paths): ``posixpath.relpath``
+    without its ``abspath`` calls, which cost more than the rest of a link's rewrite."""
+    start = source_doc.split("/")[:-1]
+    parts = target_doc.split("/")
+    if any(p in ("", ".", "..") for p in (*start, *parts)):  # not a plain path: let posixpath work it out
+        return posixpath.relpath(target_doc, posixpath.dirname(source_doc) or ".")
+    common = 0
+    for a, b in zip(start, parts, strict=False):
+        if a != b:
+            break
+        common += 1
+    return "/".join([".."] * (len(start) - common) + parts[common:]) or "."
 
 
 def anchor(raw: str | None) -> str:

@@ -23,10 +23,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from vault2okf.convert import ConvertResult, convert
+from vault2okf.workers import workers
 
 VAULTS = Path(__file__).resolve().parents[2] / "shared" / "vaults"
 DEFAULT = VAULTS / "thellade"
@@ -80,13 +82,16 @@ def measure(vault: Path, repeat: int, memory: bool) -> None:
             shutil.copytree(vault, copy, symlinks=True)
         out, full_out = work / "bundle", work / "full"
         floor(copy)  # warm the page cache
-        floors, fulls, same, edited, reused = [], [], [], [], []
+        floors, fulls, single, same, edited, reused = [], [], [], [], [], []
         result: ConvertResult | None = None
         convert(copy, out)
         for run in range(repeat):
             floors.append(floor(copy))
             shutil.rmtree(full_out, ignore_errors=True)
             fulls.append(convert(copy, full_out, full=True).seconds)
+            shutil.rmtree(full_out, ignore_errors=True)
+            with one_process():
+                single.append(convert(copy, full_out, full=True).seconds)
             result = convert(copy, out)
             assert result.unchanged
             same.append(result.seconds)
@@ -99,12 +104,28 @@ def measure(vault: Path, repeat: int, memory: bool) -> None:
         f = statistics.median(floors)
         say(f"vault: {vault.name}  notes: {result.notes}  links: {result.links}  runs: {repeat}")
         say(f"floor (read + scan for [[):  {f * 1000:7.0f} ms")
-        against_floor(f, 28, ("full convert", fulls), ("nothing changed", same), ("one note edited", edited))
+        say(f"workers: {workers()[0]} (VAULT2OKF_WORKERS to change)")
+        against_floor(f, 28, ("full convert", fulls), ("full convert, one process", single),
+                      ("nothing changed", same), ("one note edited", edited))  # fmt: skip
         say(f"  (one note edited: {statistics.median(reused):.0f} of {result.notes} notes carried unchanged)")
         say(f"in-process peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
         whole(copy, out, full_out, repeat, memory)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+@contextmanager
+def one_process() -> Iterator[None]:
+    """The convert without its workers (``VAULT2OKF_WORKERS=1``): what they gain, in the same run."""
+    was = os.environ.get("VAULT2OKF_WORKERS")
+    os.environ["VAULT2OKF_WORKERS"] = "1"
+    try:
+        yield
+    finally:
+        if was is None:
+            del os.environ["VAULT2OKF_WORKERS"]
+        else:
+            os.environ["VAULT2OKF_WORKERS"] = was
 
 
 def against_floor(floor_s: float, width: int, *rows: tuple[str, list[float]]) -> None:

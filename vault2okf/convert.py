@@ -280,9 +280,10 @@ class _Run:
         for chunk in parallel_chunks(self._make_doc, todo, self._written):
             for path, (doc, rewrite, problems, _, content) in zip(todo[done:], chunk, strict=False):
                 self.states[path].update(doc=doc, rewrite_problems=rewrite, doc_problems=problems, content=content)
+                self.parsed.pop(path, None)  # its row holds what the database needs: the note need not stay
             rows([row for *_, row, _ in chunk])
             done += len(chunk)
-        self.parsed.clear()  # the rows hold what the database needs; the notes' text need not stay in memory
+        self.parsed.clear()
         for path in (f.path for f in self.walk.notes):
             self.problems.extend((path, p) for p in self.states[path]["rewrite_problems"])
         for path in (f.path for f in self.walk.notes):

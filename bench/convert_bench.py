@@ -53,14 +53,27 @@ def floor(vault: Path) -> float:
     return time.perf_counter() - start
 
 
+# Runs a command as its child and writes its wall seconds, peak RSS (KiB) and exit code to argv[1]. The child of a
+# small process: a process forked from this big one starts with this one's RSS high-water mark, which its exec
+# keeps in its rusage.
+TIMER_CODE = (
+    "import os,sys,time,subprocess;t=time.perf_counter();p=subprocess.Popen(sys.argv[2:]);"
+    "_,s,u=os.wait4(p.pid,0);p.returncode=0;w=time.perf_counter()-t;"
+    "open(sys.argv[1],'w').write(f'{w} {u.ru_maxrss} {os.waitstatus_to_exitcode(s)}')"
+)
+
+
 def command(args: list[str]) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MiB) of one fresh process."""
-    start = time.perf_counter()
-    done = subprocess.run(args, capture_output=True, text=True, check=False)
-    wall = time.perf_counter() - start
-    if done.returncode:
-        raise SystemExit(f"{' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
-    return wall, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    """Wall seconds and peak RSS (MiB) of one fresh process, its own workers included (``wait4`` gives the
+    largest of the process and the children it waited for)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        result, log = Path(tmp) / "result", Path(tmp) / "log"
+        with log.open("wb") as out:
+            subprocess.run([sys.executable, "-c", TIMER_CODE, str(result), *args], stdout=out, stderr=out, check=False)
+        wall, kib, code = result.read_text().split()
+        if int(code):
+            raise SystemExit(f"{' '.join(args)} failed:\n{log.read_text(errors='replace')}")
+    return float(wall), int(kib) / 1024
 
 
 def edit(vault: Path, run: int) -> Callable[[], None]:
@@ -108,7 +121,8 @@ def measure(vault: Path, repeat: int, memory: bool) -> None:
         against_floor(f, 28, ("full convert", fulls), ("full convert, one process", single),
                       ("nothing changed", same), ("one note edited", edited))  # fmt: skip
         say(f"  (one note edited: {statistics.median(reused):.0f} of {result.notes} notes carried unchanged)")
-        say(f"in-process peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        say(f"in-process peak RSS: {rss:.0f} MiB (this process, all its converts; the workers' below)")
         whole(copy, out, full_out, repeat, memory)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -152,8 +166,9 @@ def whole(vault: Path, out: Path, full_out: Path, repeat: int, memory: bool) -> 
     say(f"whole commands (fresh processes, medians of {repeat}):")
     say(f"floor `python -c <read + scan>`: {f * 1000:7.0f} ms")
     against_floor(f, 31, ("convert --full", fulls), ("convert, nothing changed", same), ("convert, one edit", edited))
-    if memory:  # RUSAGE_CHILDREN is the biggest child so far: the full convert is measured first
-        say(f"peak RSS of the biggest command (the full convert): {rss['full']:.0f} MiB")
+    if memory:  # each command's own peak, its workers included (the last run's)
+        peaks = ", ".join(f"{name} {mib:.0f} MiB" for name, mib in rss.items())
+        say(f"peak RSS per command, workers included: {peaks}")
 
 
 def scale_vault(root: Path, notes: int) -> Path:

@@ -65,7 +65,10 @@ class LinkReport:
 
     def totals(self) -> dict[str, Any]:
         status = Counter(r.resolution.status.value for r in self.records)
-        unique = {s: len({_target(r) for r in self.records if r.resolution.status is s}) for s in Status}
+        targets: dict[Status, set[str]] = {s: set() for s in Status}
+        for r in self.records:
+            targets[r.resolution.status].add(_target(r))
+        unique = {s: len(found) for s, found in targets.items()}
         return {
             "notes": len(self.notes),
             "links": sum(1 for r in self.records if not r.link.embed),

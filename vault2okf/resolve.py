@@ -32,6 +32,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import lru_cache
 
 from vault2okf.errors import Vault2OkfError
 from vault2okf.walk import is_excluded
@@ -170,6 +171,7 @@ class Resolver:
         return Resolution(Status.MISSING_ATTACHMENT if has_ext else Status.BROKEN, None)
 
 
+@lru_cache(maxsize=1 << 16)  # the report asks again for every link; a vault writes the same targets over and over
 def normalise(target: str, keep_md: bool = False) -> str:
     """Trim, NFC, ``\\`` to ``/``, and drop a trailing ``.md`` (unless ``keep_md``)."""
     key = unicodedata.normalize("NFC", target.strip()).replace("\\", "/")

@@ -27,8 +27,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-import yaml
-
+from vault2okf import frontyaml
 from vault2okf.errors import Vault2OkfError
 
 OKF_VERSION = "0.2"
@@ -69,7 +68,7 @@ def obsidian_uri(vault_name: str, path: str) -> str:
 
 
 def render_doc(frontmatter: Mapping[str, Any], body: str) -> str:
-    head = yaml.dump(dict(frontmatter), Dumper=yaml.CSafeDumper, sort_keys=False, allow_unicode=True, width=4096)
+    head = frontyaml.dump(frontmatter)  # yaml.dump's text (CSafeDumper, unsorted, unicode, width 4096)
     return f"---\n{head}---\n{body if body.endswith(chr(10)) or not body else body + chr(10)}"
 
 

@@ -113,7 +113,8 @@ class LinkReport:
                 "chosen": sorted({r.resolution.path or "" for r in recs}),
                 "at": _where(recs),
             }
-            near = [c for c in candidates if all(posixpath.dirname(c) == posixpath.dirname(r.source) for r in recs)]
+            folders = {posixpath.dirname(r.source) for r in recs}  # one: every linking note in one folder
+            near = [c for c in candidates if folders == {posixpath.dirname(c)}]
             if len(near) == 1:
                 why = f"in the same folder as every note that links it ({_n(len({r.source for r in recs}), 'note')})"
                 entry["fix"] = {"path": near[0], "why": why}

@@ -289,7 +289,7 @@ def make_folders(stage: Path, paths: Iterable[str]) -> None:
 
 class Writer:
     """Files written on threads while the caller goes on (file creation is I/O bound, and a busy disk makes
-    each one wait); ``wait`` returns when all are written and raises the first error. One per process: a
+    each one wait); ``close`` returns when all are written and raises the first error. One per process: a
     forked worker makes its own; ``close`` it where it was made."""
 
     def __init__(self) -> None:

@@ -278,7 +278,7 @@ class _Run:
         self.writer: b.Writer | None = None
         done = 0
         for chunk in parallel_chunks(self._make_doc, todo, self._written):
-            for path, (doc, rewrite, problems, _, content) in zip(todo[done:], chunk, strict=False):
+            for path, (doc, rewrite, problems, _, content) in zip(todo[done : done + len(chunk)], chunk, strict=True):
                 self.states[path].update(doc=doc, rewrite_problems=rewrite, doc_problems=problems, content=content)
                 self.parsed.pop(path, None)  # its row holds what the database needs: the note need not stay
             rows([row for *_, row, _ in chunk])

@@ -91,11 +91,11 @@ def migrate(con: duckdb.DuckDBPyConnection) -> None:
 
 class DatabaseWriter:
     """``okf.duckdb`` written a batch of rows at a time (so a big vault's rows are never all in memory): the
-    concepts by vault path, then each note's links in the order they were written, as ``write_database``
-    says. With ``old``, the rows of the notes ``carried`` (vault paths) are copied from that database instead
-    of coming from Python, and ``close`` puts them in their places: the result has the same rows in the same
-    order as a full write (a note's links keep their order in ``old``, which was written that way). It
-    connects on the first rows, not before (``convert`` forks its workers first)."""
+    concepts by vault path, then each note's links in the order they were written (docs/ARCHITECTURE.md,
+    "okf.duckdb schema"). With ``old``, the rows of the notes ``carried`` (vault paths) are copied from that
+    database instead of coming from Python, and ``close`` puts them in their places: the result has the same
+    rows in the same order as a full write (a note's links keep their order in ``old``, which was written that
+    way). It connects on the first rows, not before (``convert`` forks its workers first)."""
 
     def __init__(self, path: Path, meta: dict[str, str], old: Path | None = None, carried: Sequence[str] = ()) -> None:
         self.path, self.meta, self.old, self.carried = path, meta, old, list(carried)

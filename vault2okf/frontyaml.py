@@ -48,11 +48,11 @@ def _entry(key: Any, value: Any, indent: str) -> str:
     if not isinstance(key, str) or len(key) > LONGEST_KEY:
         raise _Unsure
     head = f"{indent}{_scalar(key)}:"
-    if isinstance(value, list):
+    if type(value) is list:  # exact types, as for scalars: the safe representer refuses subclasses
         if not value:
             return f"{head} []\n"
         return head + "\n" + "".join(f"{indent}- {_scalar(item)}\n" for item in value)
-    if isinstance(value, dict):
+    if type(value) is dict:
         if indent or not value:  # deeper, or an empty one ({}): left to yaml.dump
             raise _Unsure
         return head + "\n" + "".join(_entry(k, v, "  ") for k, v in value.items())

@@ -15,7 +15,7 @@ import os
 import stat
 import time
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,10 +32,14 @@ _FUTURE_SLACK = 86_400  # a clock a day ahead is not worth a report line
 @dataclass(frozen=True)
 class VaultFile:
     path: str  # vault-relative, "/" separators, NFC, valid UTF-8
-    abs_path: Path
+    abs: str  # the file's absolute path, as the disk spells it
     size: int = 0
     mtime: float = 0.0  # seconds since the epoch, within the range datetime can hold
     sig: tuple[int, ...] = ()  # (size, mtime_ns, ctime_ns, inode): the convert cache's "unchanged" test
+
+    @property
+    def abs_path(self) -> Path:
+        return Path(self.abs)
 
 
 @dataclass(frozen=True)
@@ -56,12 +60,9 @@ def walk_vault(root: Path, exclude: tuple[str, ...] = ()) -> Walk:
     problems: list[tuple[str, Problem]] = []
     excluded: list[str] = []
     now = time.time()
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        rel_dir = _rel(Path(dirpath), root)
-        raw_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")  # as the disk has it (bad bytes escaped)
-        dirnames[:] = sorted(d for d in dirnames if _keep_dir(Path(dirpath), rel_dir, d, exclude, skipped))
+    for dirpath, raw_dir, filenames in _folders(str(root), exclude, skipped):
         for name in sorted(filenames, key=_name_order):
-            abs_path = Path(dirpath) / name
+            abs_path = os.path.join(dirpath, name)
             raw = name if raw_dir == "." else f"{raw_dir}/{name}"
             path = unicodedata.normalize("NFC", safe_name(raw))
             reason, info = _skip_file(abs_path, root, name, path, exclude)
@@ -88,6 +89,40 @@ def walk_vault(root: Path, exclude: tuple[str, ...] = ()) -> Walk:
             excluded.extend(_names_under(root, folder))
     ordered = tuple(sorted(problems, key=lambda p: p[0]))
     return Walk(notes, attachments, tuple(sorted(skipped)), ordered, tuple(sorted(set(excluded))))
+
+
+def _folders(
+    root: str, exclude: tuple[str, ...], skipped: list[tuple[str, str]]
+) -> Iterator[tuple[str, str, list[str]]]:
+    """The folders to convert, as ``os.walk`` visits them top-down (each folder, then its kept subfolders in
+    name order): (absolute path, path from the vault as the disk spells it, file names).
+
+    Strings and ``os.scandir`` only: a vault of thousands of notes is walked on every convert, nothing changed
+    included. A folder that cannot be listed is passed over, as ``os.walk`` does."""
+    stack = [(root, "", ".")]
+    while stack:
+        dirpath, rel_dir, raw_dir = stack.pop()
+        dirs: list[tuple[str, bool]] = []
+        filenames: list[str] = []
+        try:
+            with os.scandir(dirpath) as entries:
+                for entry in entries:
+                    try:
+                        is_dir = entry.is_dir()
+                    except OSError:
+                        is_dir = False
+                    if is_dir:
+                        dirs.append((entry.name, entry.is_symlink()))
+                    else:
+                        filenames.append(entry.name)
+        except OSError:
+            continue
+        dirs.sort()
+        kept = [(d, link) for d, link in dirs if _keep_dir(rel_dir, d, link, exclude, skipped)]
+        yield dirpath, raw_dir, filenames
+        for d, _ in reversed(kept):
+            child = unicodedata.normalize("NFC", f"{rel_dir}/{safe_name(d)}" if rel_dir else safe_name(d))
+            stack.append((os.path.join(dirpath, d), child, d if raw_dir == "." else f"{raw_dir}/{d}"))
 
 
 def _names_under(root: Path, folder: str) -> list[str]:
@@ -148,26 +183,21 @@ def _key(f: VaultFile) -> str:
     return f.path
 
 
-def _rel(path: Path, root: Path) -> str:
-    rel = path.relative_to(root).as_posix()
-    return "" if rel == "." else unicodedata.normalize("NFC", safe_name(rel))
-
-
-def _keep_dir(parent: Path, rel_dir: str, name: str, exclude: tuple[str, ...], skipped: list[tuple[str, str]]) -> bool:
+def _keep_dir(rel_dir: str, name: str, is_link: bool, exclude: tuple[str, ...], skipped: list[tuple[str, str]]) -> bool:
     path = unicodedata.normalize("NFC", f"{rel_dir}/{safe_name(name)}" if rel_dir else safe_name(name))
     if name in SKIPPED_DIRS or name.startswith("."):
         return False
     if is_excluded(path, name, exclude):
         skipped.append((path + "/", _EXCLUDED))
         return False
-    if os.path.islink(parent / name):  # os.walk does not descend into it; say so instead of dropping it silently
+    if is_link:  # not descended into; said so instead of dropped silently
         skipped.append((path + "/", "symlink to a folder; folder links are never followed (no loops, no escapes)"))
         return False
     return True
 
 
 def _skip_file(
-    abs_path: Path, root: Path, name: str, path: str, exclude: tuple[str, ...]
+    abs_path: str, root: Path, name: str, path: str, exclude: tuple[str, ...]
 ) -> tuple[str, os.stat_result | None]:
     """(reason to skip or "", the file's stat when it is a regular file to convert)."""
     if name.startswith(".") and name != ".md":

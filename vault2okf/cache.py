@@ -23,7 +23,7 @@ import os
 import stat
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from functools import cache, cached_property
 from importlib.resources import files
 from pathlib import Path
@@ -40,7 +40,7 @@ from vault2okf.suggest import BodyWords, Suggestion
 from vault2okf.walk import VaultFile, Walk
 
 NAME = "convert-cache.bin"
-FORMAT = 1
+FORMAT = 2  # 2: each note's state marshalled on its own, so an unchanged one is saved as it was read
 RACY_NS = 2_000_000_000
 
 
@@ -146,6 +146,8 @@ class Body:
     near: dict[tuple[str, int], list[tuple[int, str]]]  # spelling_variants' memo, valid for the same universe
     suggested: dict[str, list[Suggestion]]  # LinkReport.suggested, valid for the same suggest_key
     suggest_key: str  # suggest_key(universe, variants)
+    # note path -> its state as marshalled in the file, for states equal to the one read: saved again as they are
+    blobs: dict[str, bytes] = field(default_factory=dict, compare=False, repr=False)
 
 
 def suggest_key(universe: str, variants: Any) -> str:
@@ -227,15 +229,16 @@ def load(bundle: Path, key: str) -> ConvertCache | None:
 def _body(path: Path, offset: int) -> Body:
     with open(path, "rb") as fh:
         fh.seek(offset)
-        notes, problems, types, variants, near, suggested, key = marshal.loads(fh.read())
+        blobs, problems, types, variants, near, suggested, key = marshal.loads(fh.read())
     return Body(
-        {p: _state(t) for p, t in notes.items()},
+        {p: _state(marshal.loads(blob)) for p, blob in blobs.items()},
         tuple((p, Problem(*t)) for p, *t in problems),
         tuple(types),
         tuple(variants),
         near,
         {target: [Suggestion(*s) for s in found] for target, found in suggested.items()},
         key,
+        blobs,
     )
 
 
@@ -247,8 +250,9 @@ def save(stage: Path, found: ConvertCache) -> None:
         found.files, found.docs, found.summary,
     )  # fmt: skip
     body = found.body()
+    known = body.blobs
     data = (
-        {p: _unstate(s) for p, s in body.notes.items()},
+        {p: known[p] if p in known else marshal.dumps(_unstate(s)) for p, s in body.notes.items()},
         [(p, pr.kind, pr.message, pr.line) for p, pr in body.problems],
         list(body.types),
         list(body.variants),

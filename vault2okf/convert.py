@@ -433,7 +433,11 @@ class _Run:
         data = report.to_json()
         broken = {entry["target"] for entry in data["broken"]}
         suggested = {t: found for t, found in report.suggested.items() if t in broken}
-        body = Body(notes, report.problems, report.types, report.variants, self.near, suggested, self.suggest_key)
+        read = self.old.loaded if self.old is not None else None
+        blobs = {} if read is None else {p: read.blobs[p] for p, s in notes.items() if read.notes.get(p) == s}
+        body = Body(
+            notes, report.problems, report.types, report.variants, self.near, suggested, self.suggest_key, blobs
+        )
         contents = {p: s.content for p, s in notes.items()}
         summary = {"links": len(self.records), "totals": data["totals"]}
         walked = walk_digest(self.walk)

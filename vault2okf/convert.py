@@ -42,6 +42,7 @@ from vault2okf.parse import _FM_WIKILINK, Note, Problem, Syntax, split_wikilink
 from vault2okf.report import LinkRecord, LinkReport, type_rows
 from vault2okf.resolve import NOTE_STATUSES, Resolution, Resolver, Status
 from vault2okf.rewrite import anchor, label, relative
+from vault2okf.scan import prepare_parser
 from vault2okf.skill import skill_text
 from vault2okf.suggest import BodyWords, body_words, spelling_variants
 from vault2okf.walk import VaultFile, Walk, walk_vault
@@ -164,6 +165,8 @@ class _Run:
                 self.states[f.path] = {"sig": f.sig, "content": st.content, "reuse": st}
             else:
                 todo.append((f, st))
+        if todo:
+            prepare_parser()
         for (f, st), (state, note) in zip(todo, parallel_map(self._read, todo), strict=True):
             if note is not None:
                 self.parsed[f.path] = note

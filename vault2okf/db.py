@@ -6,11 +6,12 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
-
-import duckdb
+from typing import TYPE_CHECKING, Any
 
 from vault2okf.errors import Vault2OkfError
+
+if TYPE_CHECKING:
+    import duckdb
 
 MIGRATIONS: tuple[tuple[int, str], ...] = (
     (
@@ -105,6 +106,8 @@ class DatabaseWriter:
 
     def _connect(self) -> duckdb.DuckDBPyConnection:
         if self.con is None:
+            import duckdb  # here, not at the top: a convert that finds nothing changed needs no database
+
             con = self.con = duckdb.connect(str(self.path))
             migrate(con)
             for key, value in sorted(self.meta.items()):
@@ -203,6 +206,8 @@ def connect(bundle: Path, read_only: bool = True) -> duckdb.DuckDBPyConnection:
     path = bundle / "okf.duckdb"
     if not path.is_file():
         raise Vault2OkfError(f"no okf.duckdb in {bundle}: run `vault2okf convert VAULT -o {bundle}` first")
+    import duckdb
+
     con = duckdb.connect(str(path), read_only=read_only)
     row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     if row is None or int(row[0]) > SCHEMA_VERSION:

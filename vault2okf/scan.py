@@ -14,11 +14,11 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from markdown_it import MarkdownIt
-from markdown_it.token import Token
-
-from vault2okf.mdit_obsidian import make_inline_parser, track_link_spans
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+    from markdown_it.token import Token
 
 _FENCE = re.compile(r"^[ \t]*(?:>[ \t]?)*[ \t]*(`{3,}|~{3,})(.*)$")
 _LIST_ITEM = re.compile(r"^[ \t]*(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)")
@@ -42,9 +42,18 @@ class Span:
 
 @lru_cache(maxsize=1)
 def _inline_parser() -> MarkdownIt:
+    """The inline parser, built (and markdown-it-py imported) on the first note with a possible link: a convert
+    that finds nothing changed never needs it."""
+    from vault2okf.mdit_obsidian import make_inline_parser, track_link_spans
+
     md = make_inline_parser()
     track_link_spans(md)
     return md
+
+
+def prepare_parser() -> None:
+    """Build the inline parser now: called by a convert about to fork its workers, so that each inherits it."""
+    _inline_parser()
 
 
 class CodeLines:

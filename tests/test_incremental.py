@@ -7,8 +7,11 @@ last convert left) and into a fresh folder with ``full=True``, and compares the 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import duckdb
@@ -85,6 +88,35 @@ def test_nothing_changed_writes_nothing_and_says_so(twin: Twin) -> None:
     result = twin.check()
     assert result.unchanged
     assert outputs(twin.inc) == before  # not one file rewritten, not even the marker
+
+
+PROBE = """
+import json, sys
+from vault2okf.cli import app
+try:
+    app(sys.argv[1:], prog_name="vault2okf")
+except SystemExit as exit:
+    assert not exit.code, exit.code
+print("MODULES " + json.dumps([m for m in ("duckdb", "markdown_it") if m in sys.modules]))
+"""
+
+
+def test_a_convert_that_finds_nothing_changed_loads_no_database_or_parser(twin: Twin) -> None:
+    """The modules a convert with something to do needs, and one with nothing to do must not pay for at start."""
+
+    def convert_command() -> tuple[str, list[str]]:
+        args = [sys.executable, "-c", PROBE, "convert", str(twin.vault), "-o", str(twin.inc)]
+        done = subprocess.run(args, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        out, modules = done.stdout.rsplit("MODULES ", 1)
+        return out, json.loads(modules)
+
+    out, loaded = convert_command()
+    assert "nothing changed" in out and loaded == []
+    note = twin.notes()[0]
+    note.write_text(note.read_text("utf-8") + "\nAn edit.\n", "utf-8")
+    out, loaded = convert_command()
+    assert "nothing changed" not in out and loaded == ["duckdb", "markdown_it"]  # the probe sees both imports
 
 
 def test_every_kind_of_change_gives_the_full_convert(twin: Twin) -> None:

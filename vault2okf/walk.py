@@ -12,11 +12,13 @@ import datetime as dt
 import errno
 import fnmatch
 import os
+import re
 import stat
 import time
 import unicodedata
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from vault2okf.errors import Vault2OkfError
@@ -236,5 +238,20 @@ def _kind(mode: int) -> str:
 
 
 def is_excluded(path: str, name: str, exclude: Sequence[str]) -> bool:
-    """Is the folder or file ``path`` (named ``name``) excluded by ``[walk] exclude``?"""
-    return any(path == e.strip("/") or name == e or fnmatch.fnmatchcase(path, e) for e in exclude)
+    """Is the folder or file ``path`` (named ``name``) excluded by ``[walk] exclude``? It is when a pattern is its
+    path (slashes at either end ignored), its name, or a glob (``fnmatch``, case-sensitive) matching its path."""
+    return bool(exclude) and _matcher(tuple(exclude))(path, name)
+
+
+@lru_cache(maxsize=32)
+def _matcher(exclude: tuple[str, ...]) -> Callable[[str, str], bool]:
+    """``is_excluded`` for one list of patterns, made once: a walk asks it of every file and folder, and a glob
+    at a time through ``fnmatch`` cost a vault of 7,000 files a third of a convert that finds nothing changed."""
+    paths = frozenset(e.strip("/") for e in exclude)
+    names = frozenset(exclude)
+    globs = re.compile("|".join(fnmatch.translate(e) for e in exclude)).match
+
+    def excluded(path: str, name: str) -> bool:
+        return path in paths or name in names or globs(path) is not None
+
+    return excluded

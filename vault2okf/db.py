@@ -109,9 +109,6 @@ class DatabaseWriter:
             import duckdb  # here, not at the top: a convert that finds nothing changed needs no database
 
             con = self.con = duckdb.connect(str(self.path))
-            # one thread: the rows come from a thread beside the convert's own work (workers, the report), which
-            # DuckDB's threads only slowed down (one edit of thellade 1.39 -> 1.27 s, medians of 5)
-            con.execute("SET threads = 1")
             migrate(con)
             for key, value in sorted(self.meta.items()):
                 con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", [key, value])

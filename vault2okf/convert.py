@@ -386,9 +386,11 @@ class _Run:
         database.links(batch)
         database.close()
 
-    def _write_rest(self, stage: Path) -> dict[str, str | bytes]:
+    def _write_rest(self, stage: Path) -> list[str]:
         """The folder indexes, the link-health report, SKILL.md and the marker written, the attachments copied
-        and every file carried from the old bundle linked: the files written, by path."""
+        and every file carried from the old bundle linked: the paths of the files written. Each link-health
+        file is written as soon as it is made (the page of a big vault is tens of MB, made while the database
+        still takes rows: holding all three would raise a convert's peak memory)."""
         report = self.report
         self.clock.lap("report")
         vault, doc_of, used = self.vault, self.doc_of, self.used
@@ -405,10 +407,14 @@ class _Run:
         types = dict(Counter(d.type for d in docs).most_common())
         data = report.to_json()
         files["SKILL.md"] = skill_text(vault.name, vault.name, types, data["totals"], folders=data["types"])
-        files["link-health.md"] = report.to_markdown()
-        files["link-health.json"] = report.to_json_text()
         renamed = {p: f"{b.CONCEPTS}/{d}" for p, d in doc_of.items() if d != p}
-        files["link-health.html"] = link_health_html(data, renamed)
+        made: list[tuple[str, Callable[[], str]]] = [
+            ("link-health.md", report.to_markdown),
+            ("link-health.json", report.to_json_text),
+            ("link-health.html", lambda: link_health_html(data, renamed)),
+        ]
+        for rel, make in made:
+            b.write_file(stage / rel, make())
         files[b.MARKER] = json.dumps({"tool": "vault2okf", "vault": vault.name, "okf_version": b.OKF_VERSION}) + "\n"
         copies, old_copies = {}, self.old.attachments if self.old else {}
         sources = {a.path: a for a in self.walk.attachments if a.path in used}
@@ -421,9 +427,9 @@ class _Run:
                 copies[rel] = a.abs_path
         self.clock.lap("render")
         b.write_tree(stage, files, copies, links_from)
-        return files
+        return [*files, *(rel for rel, _ in made)]
 
-    def _cache(self, stage: Path, key: str, started: int, files: dict[str, str | bytes]) -> ConvertCache:
+    def _cache(self, stage: Path, key: str, started: int, files: list[str]) -> ConvertCache:
         notes, root = {}, str(stage)
         for f in self.walk.notes:
             s = self.states[f.path]

@@ -447,7 +447,7 @@ class _Run:
         broken = {entry["target"] for entry in data["broken"]}
         suggested = {t: found for t, found in report.suggested.items() if t in broken}
         read = self.old.loaded if self.old is not None else None
-        blobs = {} if read is None else {p: read.blobs[p] for p, s in notes.items() if read.notes.get(p) == s}
+        blobs = {} if read is None else read.saved([p for p, s in notes.items() if read.notes.get(p) == s])
         body = Body(
             notes, report.problems, report.types, report.variants, self.near, suggested, self.suggest_key, blobs
         )

@@ -8,6 +8,7 @@ last convert left) and into a fresh folder with ``full=True``, and compares the 
 from __future__ import annotations
 
 import json
+import marshal
 import os
 import shutil
 import subprocess
@@ -19,6 +20,7 @@ import pytest
 from hostile import build_hostile_vault
 
 from vault2okf import cache
+from vault2okf.config import load_config
 from vault2okf.convert import ConvertResult, convert
 
 VAULTS = Path(__file__).resolve().parents[2] / "shared" / "vaults"
@@ -117,6 +119,20 @@ def test_a_convert_that_finds_nothing_changed_loads_no_database_or_parser(twin: 
     note.write_text(note.read_text("utf-8") + "\nAn edit.\n", "utf-8")
     out, loaded = convert_command()
     assert "nothing changed" not in out and loaded == ["duckdb", "markdown_it"]  # the probe sees both imports
+
+
+def test_states_are_saved_again_only_from_the_cache_file_that_was_read(twin: Twin) -> None:
+    """An unchanged note's state is written into the new cache as the old cache holds it, read again at save time:
+    only while that file is the one read (its signature), else every state is marshalled again."""
+    vault = twin.vault.resolve()
+    found = cache.load(twin.inc.resolve(), cache.cache_key(vault, vault.name, load_config(vault)))
+    assert found is not None
+    body = found.loaded
+    paths = sorted(body.notes)[:5]
+    blobs = body.saved(paths)
+    assert {p: cache._state(marshal.loads(b)) for p, b in blobs.items()} == {p: body.notes[p] for p in paths}
+    os.utime(cache.cache_path(twin.inc), ns=(0, 0))  # not the file read, as far as its signature says
+    assert body.saved(paths) == {}
 
 
 def test_every_kind_of_change_gives_the_full_convert(twin: Twin) -> None:

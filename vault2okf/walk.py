@@ -114,7 +114,11 @@ def _folders(
                     except OSError:
                         is_dir = False
                     if is_dir:
-                        dirs.append((entry.name, entry.is_symlink()))
+                        try:
+                            link = entry.is_symlink()
+                        except OSError:  # as os.path.islink: a link that cannot be read is not one
+                            link = False
+                        dirs.append((entry.name, link))
                     else:
                         filenames.append(entry.name)
         except OSError:

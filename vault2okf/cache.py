@@ -108,7 +108,7 @@ class ConvertCache:
         if content.startswith("big: "):  # over the size limit: only its size was read, and it is the same
             return True
         try:
-            with open(file.abs_path, "rb") as fh:
+            with open(file.abs, "rb") as fh:
                 return hashlib.sha256(fh.read()).hexdigest() == content
         except OSError:
             return False

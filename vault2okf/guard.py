@@ -12,7 +12,6 @@ import os
 import posixpath
 import stat
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 from vault2okf.config import Config
 from vault2okf.meta import Meta, note_meta, note_type, timestamp
@@ -37,7 +36,7 @@ def read_bytes(file: VaultFile, config: Config, problems: Problems) -> bytes | N
     if file.size > limit:
         return too_big_note(file.path, file.size, limit)
     try:
-        data = _read_regular(file.abs_path, limit)
+        data = _read_regular(file.abs, limit)
     except OSError as exc:
         return _empty(file.path, problems, f"cannot be read ({exc.strerror or exc}); listed without its body")
     if len(data) > limit:
@@ -52,12 +51,12 @@ def parse_safe(path: str, data: bytes, problems: Problems) -> Note:
         return _empty(path, problems, f"could not be parsed ({_name(exc)}); listed without its body; {_BUG}")
 
 
-def _read_regular(path: Path, limit: int) -> bytes:
+def _read_regular(path: str, limit: int) -> bytes:
     """Up to ``limit + 1`` bytes of a regular file; never blocks on a named pipe that replaced it."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     with os.fdopen(fd, "rb") as fh:
         if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            raise OSError(f"{path.name} is not a regular file")
+            raise OSError(f"{os.path.basename(path)} is not a regular file")
         return fh.read(limit + 1)
 
 

@@ -8,14 +8,50 @@ QUESTION ?= Who attacked the convoy during the escort mission, and what were the
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test lint bench reports
+.PHONY: install demo test lint bench reports lock
 
-$(VENV)/.installed: pyproject.toml
+# llama.cpp, built for this CPU but never with Intel AMX. Its AMX path segfaults on the first decode of Q4_K
+# weights (ggml-org/llama.cpp issue 20824, closed without a fix), so the compiler gets the AMX instruction sets
+# switched off beside GGML_NATIVE: GCC puts -march=native's expansion before the user's -m flags, so these win,
+# and every other feature of the CPU (AVX512, VNNI, BF16) stays. -frecord-gcc-switches keeps the flags in the
+# library, where tests/test_llama_build.py and `vault2okf doctor` read them. Drop the -mno-amx-* flags when
+# upstream fixes the AMX path. The Vulkan build (docs/vulkan.md, scripts/vulkan_check.sh) uses the same flags.
+ARCH := $(shell uname -m)
+ifeq ($(ARCH),x86_64)
+LLAMA_CFLAGS ?= -mno-amx-tile -mno-amx-int8 -mno-amx-bf16 -frecord-gcc-switches
+else
+LLAMA_CFLAGS ?= -frecord-gcc-switches
+endif
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=ON -DCMAKE_C_FLAGS='$(LLAMA_CFLAGS)' -DCMAKE_CXX_FLAGS='$(LLAMA_CFLAGS)'
+LLAMA_VERSION := $(shell sed -n 's/^llama-cpp-python==//p' requirements.lock)
+# pip caches a built wheel by package and version, not by CMAKE_ARGS: the stamp's name carries the flags, and
+# the build never reads or fills pip's cache, so changed flags always rebuild.
+LLAMA_STAMP := $(VENV)/.llama-$(shell printf '%s' "$(LLAMA_CMAKE_ARGS) $(LLAMA_VERSION)" | cksum | cut -d' ' -f1)
+PIP_VERSION := 26.3
+# The CPU build of torch: from a local wheel directory or PyPI mirror when it has it, else PyTorch's CPU index.
+TORCH := $(shell sed -n 's/^torch==//p' requirements.lock)
+
+$(PY):
 	python3 -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q torch==2.13.0   # the CPU wheel first: an unpinned torch pulls a CUDA build
-	$(PY) -m pip install -q -e '.[ask,eval,serve,offline,dev]'
+	$(PY) -m pip install -q pip==$(PIP_VERSION)
+
+$(LLAMA_STAMP): requirements.lock | $(PY)
+	rm -f $(VENV)/.llama-*
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip install -q --no-cache-dir --force-reinstall --no-deps \
+		llama-cpp-python==$(LLAMA_VERSION)
 	touch $@
+
+# Exactly the versions of requirements.lock (`make lock` regenerates it from pyproject.toml's ranges).
+$(VENV)/.installed: pyproject.toml requirements.lock $(LLAMA_STAMP)
+	$(PY) -m pip install -q torch==$(TORCH) || \
+		$(PY) -m pip install -q torch==$(TORCH) --index-url https://download.pytorch.org/whl/cpu
+	$(PY) -m pip install -q -r requirements.lock
+	$(PY) -m pip install -q --no-deps -e .
+	$(PY) scripts/lock.py check
+	touch $@
+
+lock: $(PY)  ## re-resolve pyproject.toml's ranges into requirements.lock
+	$(PY) scripts/lock.py write
 
 install: $(VENV)/.installed
 

@@ -68,13 +68,19 @@ def default_chroma_path(bundle_dir: Path | str) -> Path:
     return Path(bundle_dir) / ".vault2okf" / "chroma"
 
 
+def chroma_settings() -> Any:
+    """The settings of every Chroma client we open: telemetry off (nothing leaves the machine by default)."""
+    from chromadb.config import Settings
+
+    return Settings(anonymized_telemetry=False)
+
+
 def open_client(bundle_dir: Path | str, *, path: Path | str | None = None, url: str | None = None) -> Any:
     """A Chroma server client when `url` is given, else the persistent client in the bundle (or at `path`)."""
     address = _parse_url(url) if url else None  # a bad URL fails before chromadb is even imported
     import chromadb
-    from chromadb.config import Settings
 
-    settings = Settings(anonymized_telemetry=False)
+    settings = chroma_settings()
     if address:
         host, port, ssl = address
         try:

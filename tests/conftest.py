@@ -5,6 +5,9 @@ Stand-ins, used only where the real part cannot run here (no network, no GPU, no
   ships, loaded through the same FlagEmbedding code path (`get_embedder("minilm")`).
 - AWS Bedrock -> botocore's `Stubber` on a real bedrock-runtime client.
 - Large Gemma GGUFs -> Gemma 3 270M GGUF through the real llama-cpp-python.
+- llama.cpp crashing on an AMX CPU (issue 20824; this machine may not have AMX) -> `tests/standins/crash_probe.py`,
+  a child that kills itself with SIGSEGV, put in place of the preflight's decode child by VAULT2OKF_LLAMA_PROBE
+  (`tests/standins/counting_probe.py` counts the preflight's runs the same way). The real child runs too.
 Everything else runs for real: DuckDB, Chroma (embedded and `chroma run` server), FlagEmbedding, markdown-it.
 """
 

@@ -49,6 +49,7 @@ COMMANDS: dict[str, str | Callable[[], Callable[..., None]]] = {  # name: "modul
     "eval": "eval.cli:eval_cmd",
     "mcp": "retriever.mcp_server:mcp_cmd",
     "watch": _watch,
+    "doctor": "vault2okf.commands:doctor_cmd",
 }
 SETTINGS: dict[str, Any] = {
     "add_completion": False,

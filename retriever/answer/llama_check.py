@@ -31,6 +31,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from retriever.answer.base import AnswerError
 
@@ -140,8 +141,9 @@ def parse_system_info(info: str) -> dict[str, bool]:
 
 
 def _cpu_libraries(package: Path) -> list[Path]:
-    found = sorted({*package.glob("lib/libggml-cpu*.so*"), *package.glob("lib/libggml-cpu*.dylib")})
-    return found or sorted(package.glob("lib/libggml*.so*"))  # a build with the CPU backend inside libggml
+    found = [*package.glob("lib/libggml-cpu*.so*"), *package.glob("lib/libggml-cpu*.dylib")]
+    found = found or list(package.glob("lib/libggml*.so*"))  # a build with the CPU backend inside libggml
+    return sorted({p.resolve() for p in found})  # each file once, not once per symlink
 
 
 def compiler_records(library: Path) -> list[str]:
@@ -265,7 +267,7 @@ def _child(model: str, n_gpu_layers: int) -> int:
     os.dup2(devnull, 2)  # llama.cpp's load log; a crash still ends the process with its signal
     try:
         llm = Llama(model_path=model, n_ctx=256, n_batch=64, n_gpu_layers=n_gpu_layers, verbose=False)
-        out = llm.create_completion("The capital of France is", max_tokens=PROBE_TOKENS, temperature=0.0)
+        out: Any = llm.create_completion("The capital of France is", max_tokens=PROBE_TOKENS, temperature=0.0)
     finally:
         os.dup2(saved, 2)
     print(json.dumps({"tokens": out["usage"]["completion_tokens"]}), flush=True)

@@ -17,8 +17,11 @@ export TOKENIZERS_PARALLELISM := false
 # library, where tests/test_llama_build.py and `vault2okf doctor` read them. Drop the -mno-amx-* flags when
 # upstream fixes the AMX path. The Vulkan build (docs/vulkan.md, scripts/vulkan_check.sh) uses the same flags.
 ARCH := $(shell uname -m)
-ifeq ($(ARCH),x86_64)
-LLAMA_CFLAGS ?= -mno-amx-tile -mno-amx-int8 -mno-amx-bf16 -frecord-gcc-switches
+AMX_OFF := -mno-amx-tile -mno-amx-int8 -mno-amx-bf16
+# A compiler too old to know AMX (GCC < 11) cannot emit it, and would refuse the switches.
+AMX_KNOWN := $(shell echo | $${CC:-cc} $(AMX_OFF) -E - >/dev/null 2>&1 && echo yes)
+ifeq ($(ARCH)$(AMX_KNOWN),x86_64yes)
+LLAMA_CFLAGS ?= $(AMX_OFF) -frecord-gcc-switches
 else
 LLAMA_CFLAGS ?= -frecord-gcc-switches
 endif

@@ -124,7 +124,7 @@ def build() -> Build:
         gpu_offload=bool(llama_cpp.llama_supports_gpu_offload()),
         libraries=tuple(str(lib) for lib in libraries),
         recorded=bool(records),
-        amx_switched_off=bool(records) and all(amx_off(r) for r in records if _for_a_cpu(r)),
+        amx_switched_off=bool(records) and all(amx_off(r) or _knows_no_amx(r) for r in records if _for_a_cpu(r)),
         system_info=info,
     )
 
@@ -177,6 +177,14 @@ def compiler_records(library: Path) -> list[str]:
 
 def _for_a_cpu(record: str) -> bool:
     return any(t.startswith(("-march=", '"-march=')) for t in record.split())
+
+
+def _knows_no_amx(record: str) -> bool:
+    """A GCC older than 11 cannot emit AMX (nor take the switches): its build is safe without them."""
+    words = record.split()
+    if len(words) < 3 or words[0] != "GNU" or not words[2][:1].isdigit():
+        return False
+    return int(words[2].split(".")[0]) < 11
 
 
 def amx_off(record: str) -> bool:

@@ -70,7 +70,7 @@ def _parse_lines(path: Path, known: set[str] | None) -> tuple[list[Question], li
 
 def _read_text(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8-sig")  # a byte-order mark (Windows editors write one) is no error
     except UnicodeDecodeError as e:
         raise EvalError(f"golden set {path} is not UTF-8 text ({e}): save it as UTF-8") from e
 
@@ -106,6 +106,8 @@ def _json_object(line: str) -> dict[str, Any]:
         record = json.loads(line)
     except json.JSONDecodeError as e:
         raise EvalError(f"invalid JSON: {e.msg} at column {e.colno}") from None
+    except RecursionError:  # 100k nested [ ... ]: deeper than any question needs, and than Python's stack
+        raise EvalError("invalid JSON: nested too deeply (a golden line is one flat object)") from None
     if not isinstance(record, dict):
         raise EvalError(f"expected a JSON object, got {type(record).__name__}")
     return record

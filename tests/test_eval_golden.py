@@ -125,3 +125,15 @@ def test_missing_file_and_empty_file(tmp_path):
     (tmp_path / "empty.jsonl").write_text("\n", encoding="utf-8")
     with pytest.raises(EvalError, match="has no questions"):
         load_golden(tmp_path / "empty.jsonl")
+
+
+def test_a_byte_order_mark_is_no_error(tmp_path):
+    path = write(tmp_path, GOOD)
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    assert [q.id for q in load_golden(path, known_paths=KNOWN)] == ["q1", "q2"]
+
+
+def test_a_deeply_nested_line_is_a_problem_line_not_a_traceback(tmp_path):
+    path = write(tmp_path, [GOOD[0], "[" * 100_000])
+    with pytest.raises(EvalError, match=r"golden\.jsonl:2: invalid JSON: nested too deeply"):
+        load_golden(path)

@@ -4,6 +4,8 @@ redoes only what changed (docs/ARCHITECTURE.md, "Incremental convert").
 It lives in the bundle's state folder (``.vault2okf/convert-cache.bin``: marshal, built-in types only), is
 written into the staging tree with the rest of the bundle and swapped in with it, so it always describes the
 bundle beside it. It is only a cache: a missing, stale or unreadable one means a full convert, never an error.
+Its head and its body each carry their length and sha256 (a body is checked when it is read, so a convert that
+finds nothing changed still reads only the head); a special file (a pipe) in its place is never opened.
 Its key covers the config, the vault's place and the code of vault2okf itself, so a new version of the tool
 never trusts an old cache. A convert that finds nothing changed reads only its head.
 
@@ -40,7 +42,17 @@ from vault2okf.suggest import BodyWords, Suggestion
 from vault2okf.walk import VaultFile, Walk
 
 NAME = "convert-cache.bin"
-FORMAT = 2  # 2: each note's state marshalled on its own, so an unchanged one is saved as it was read
+# 2: each note's state marshalled on its own, so an unchanged one is saved as it was read; 3: a magic line, and
+# the head and the body each carry their length and sha256, so no damaged byte is ever trusted
+FORMAT = 3
+MAGIC = b"vault2okf convert cache 3\n"
+_LENGTH, _DIGEST = 8, 32
+
+
+class CacheDamaged(Exception):
+    """The cache's body is not the bytes that were written (truncated, edited, replaced): convert in full."""
+
+
 RACY_NS = 2_000_000_000
 
 
@@ -79,6 +91,7 @@ class ConvertCache:
     docs: dict[str, tuple[int, ...]]  # concepts/<doc path> -> output_sig
     summary: dict[str, Any]  # "links": how many, "totals": LinkReport.totals()
     body: Callable[[], Body]  # the rest, read from the file only when something changed
+    intact: Callable[[], bool] = lambda: True  # the body's bytes are the ones written (hashed, not decoded)
 
     @cached_property
     def loaded(self) -> Body:
@@ -227,47 +240,113 @@ def cache_path(bundle: Path) -> Path:
 
 
 def load(bundle: Path, key: str) -> ConvertCache | None:
-    """The bundle's cache when it was written for ``key``; None when missing, stale or unreadable. Only its
-    head is read here (marshal, no code runs on load); the notes' states when first asked for."""
+    """The bundle's cache when it was written for ``key``; None when there is none or it was written for another
+    key (config, code, vault); ``CacheDamaged`` when it is not what a convert wrote (a special file, truncated,
+    edited). Only its head is read here (marshal, no code runs on load), checked against its digest; the notes'
+    states when first asked for, checked the same way."""
     path = cache_path(bundle)
     try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        raise CacheDamaged(f"{path}: {error}") from error
+    if not stat.S_ISREG(info.st_mode):  # a pipe or a device would block the read, or never end it
+        raise CacheDamaged(f"{path} is not a regular file")
+    try:
         with open(path, "rb") as fh:
-            size = int.from_bytes(fh.read(8), "little")
-            head = marshal.loads(fh.read(size))
+            magic = fh.read(len(MAGIC))
+            size = int.from_bytes(fh.read(_LENGTH), "little")
+            digest = fh.read(_DIGEST)
+            head_bytes = fh.read(min(size, info.st_size))
+        if magic != MAGIC:
+            raise CacheDamaged(f"{path} is not a vault2okf convert cache of format {FORMAT}")
+        if len(head_bytes) != size or hashlib.sha256(head_bytes).digest() != digest:
+            raise CacheDamaged(f"{path}: its head is not the one written")
+        head = marshal.loads(head_bytes)
         if head[0] != FORMAT or head[1] != key:
             return None
-        _, _, started, walk, universe, contents, attachments, files, docs, summary = head
-    except Exception:  # noqa: BLE001 - a cache that cannot be read is no cache
-        return None
+        _, _, started, walk, universe, contents, attachments, files, docs, summary, body_size, body_digest = head
+    except CacheDamaged:
+        raise
+    except Exception as error:  # noqa: BLE001 - an unreadable or wrongly shaped head: damaged, never a crash
+        raise CacheDamaged(f"{path}: {type(error).__name__}: {error}") from error
+    offset = len(MAGIC) + _LENGTH + _DIGEST + size
+    if offset + body_size != info.st_size:
+        raise CacheDamaged(f"{path} is {info.st_size} bytes, not the {offset + body_size} written")
     return ConvertCache(
-        key, started, walk, universe, contents, attachments, files, docs, summary, lambda: _body(path, 8 + size)
-    )
+        key, started, walk, universe, contents, attachments, files, docs, summary,
+        lambda: _body(path, offset, body_size, body_digest), lambda: _intact(path, offset, body_size, body_digest),
+    )  # fmt: skip
 
 
-def _body(path: Path, offset: int) -> Body:
+def _intact(path: Path, offset: int, size: int, digest: bytes) -> bool:
+    """Are the body's bytes the ones written? Hashed in blocks, not decoded: a few ms for a large vault."""
+    sha = hashlib.sha256()
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(offset)
+            while block := fh.read(1 << 20):
+                sha.update(block)
+    except OSError:
+        return False
+    return sha.digest() == digest
+
+
+class _Hashing:
+    """A file read through ``readinto``/``read`` (what marshal.load calls), hashing every byte it hands out and
+    never going past ``limit`` bytes."""
+
+    def __init__(self, fh: Any, limit: int) -> None:
+        self.fh, self.left, self.sha = fh, limit, hashlib.sha256()
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")[: self.left]
+        n = self.fh.readinto(view)
+        self.sha.update(view[:n])
+        self.left -= n
+        return n
+
+    def read(self, n: int = -1) -> bytes:
+        data = self.fh.read(self.left if n < 0 else min(n, self.left))
+        self.sha.update(data)
+        self.left -= len(data)
+        return data
+
+    def readline(self) -> bytes:  # marshal never calls it; here so the object is file-like enough
+        raise OSError("not supported")
+
+
+def _body(path: Path, offset: int, size: int, digest: bytes) -> Body:
     sig = output_sig(path)
-    with open(path, "rb") as fh:
-        fh.seek(offset)
-        blobs, problems, types, variants, near, suggested, key = marshal.load(fh)  # read as it goes: no copy
-    return Body(
-        {p: _state(marshal.loads(blob)) for p, blob in blobs.items()},
-        tuple((p, Problem(*t)) for p, *t in problems),
-        tuple(types),
-        tuple(variants),
-        near,
-        {target: [Suggestion(*s) for s in found] for target, found in suggested.items()},
-        key,
-        source=(str(path), offset, sig),
-    )
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(offset)
+            reader = _Hashing(fh, size)
+            data = marshal.load(reader)  # type: ignore[arg-type] # read as it goes: no copy of the file
+            whole = reader.left == 0 and reader.sha.digest() == digest
+        if not whole or sig != output_sig(path):
+            raise CacheDamaged(f"{path}: the body is not the one written")
+        blobs, problems, types, variants, near, suggested, key = data
+        return Body(
+            {p: _state(marshal.loads(blob)) for p, blob in blobs.items()},
+            tuple((p, Problem(*t)) for p, *t in problems),
+            tuple(types),
+            tuple(variants),
+            near,
+            {target: [Suggestion(*s) for s in found] for target, found in suggested.items()},
+            key,
+            source=(str(path), offset, sig),
+        )
+    except CacheDamaged:
+        raise
+    except Exception as error:  # noqa: BLE001 - EOFError, ValueError, a wrong type: all the same to a convert
+        raise CacheDamaged(f"{path}: {type(error).__name__}: {error}") from error
 
 
 def save(stage: Path, found: ConvertCache) -> None:
     """Write the cache into the staging tree (swapped in with the bundle it describes): a head (what a
     convert that finds nothing changed reads), then the body."""
-    head = (
-        FORMAT, found.key, found.started_ns, found.walk, found.universe, found.contents, found.attachments,
-        found.files, found.docs, found.summary,
-    )  # fmt: skip
     body = found.body()
     known = body.blobs
     data = (
@@ -279,13 +358,20 @@ def save(stage: Path, found: ConvertCache) -> None:
         {t: [(s.path, s.name, s.why, s.score, s.confident) for s in found] for t, found in body.suggested.items()},
         body.suggest_key,
     )
+    body_bytes = marshal.dumps(data)
+    head = (
+        FORMAT, found.key, found.started_ns, found.walk, found.universe, found.contents, found.attachments,
+        found.files, found.docs, found.summary, len(body_bytes), hashlib.sha256(body_bytes).digest(),
+    )  # fmt: skip
     head_bytes = marshal.dumps(head)
     path = cache_path(stage)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "wb") as fh:
-        fh.write(len(head_bytes).to_bytes(8, "little"))
+        fh.write(MAGIC)
+        fh.write(len(head_bytes).to_bytes(_LENGTH, "little"))
+        fh.write(hashlib.sha256(head_bytes).digest())
         fh.write(head_bytes)
-        fh.write(marshal.dumps(data))
+        fh.write(body_bytes)
 
 
 # -- the states as plain values (marshal writes only built-in types) --------------------------------------

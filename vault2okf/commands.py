@@ -25,6 +25,8 @@ def convert_cmd(
     A bundle converted before is updated: only the notes that changed (and those whose links they change)
     are converted again; the result is the bundle a full convert writes."""
     result = convert(vault, out, config_path=config, force=force, full=full)
+    for notice in result.notices:
+        typer.echo(f"note: {notice}", err=True)
     t = result.totals
     s, u = t["by_status"], t["unique_targets"]
     if result.unchanged:

@@ -22,6 +22,7 @@ from typing import Any
 from vault2okf import bundle as b
 from vault2okf.cache import (
     Body,
+    CacheDamaged,
     ConvertCache,
     NoteState,
     cache_key,
@@ -63,6 +64,7 @@ class ConvertResult:
     unchanged: bool = False  # nothing changed since the last convert: the bundle was left as it was
     reused: int = 0  # notes whose doc and rows were carried from the last convert unchanged
     known_totals: dict[str, Any] | None = field(default=None, repr=False, compare=False)
+    notices: tuple[str, ...] = ()  # what the user should know that is not about a note (a damaged cache)
 
     @cached_property
     def report(self) -> LinkReport:
@@ -112,8 +114,17 @@ def _convert(vault: Path, out: Path, config_path: Path | None, force: bool, full
     with b.bundle_lock(out, "converting"):  # one convert or index of a bundle at a time
         b.prepare_output(vault, out, force=force)
         key = cache_key(vault, vault.name, config)
-        old = None if full or force else load_cache(out, key)
-        if old is not None and old.unchanged(walk, out):
+        notices: tuple[str, ...] = ()
+        try:
+            old = None if full or force else load_cache(out, key)
+        except CacheDamaged as damage:
+            old, notices = None, (f"the convert cache was damaged ({damage}); every note was converted again",)
+        unchanged = old is not None and old.unchanged(walk, out)
+        if old is not None and unchanged and not old.intact():  # the report would be read from its body
+            old, unchanged = None, False
+            notices = ("the convert cache was damaged (its body is not the one written); every note was converted "
+                       "again",)  # fmt: skip
+        if old is not None and unchanged:
             clock.lap("check")
             last = old
 
@@ -122,6 +133,12 @@ def _convert(vault: Path, out: Path, config_path: Path | None, force: bool, full
 
             links, totals = old.summary["links"], old.summary["totals"]
             return ConvertResult(out, len(walk.notes), links, load, clock.total(), clock.laps, True, 0, totals)
+        if old is not None:
+            try:
+                old.loaded  # noqa: B018 - the body, checked against its digest, before anything trusts it
+            except CacheDamaged as damage:
+                old = None
+                notices = (f"the convert cache was damaged ({damage}); every note was converted again",)
         run = _Run(vault, out, walk, config, old, clock)
         stage = b.staging_dir(out)
         try:
@@ -136,7 +153,7 @@ def _convert(vault: Path, out: Path, config_path: Path | None, force: bool, full
     clock.lap("swap")
     report = run.report
     done = ConvertResult(out, len(walk.notes), len(run.records), lambda: report, clock.total(), clock.laps)
-    return replace(done, reused=run.reused)
+    return replace(done, reused=run.reused, notices=notices)
 
 
 class _Run:

@@ -180,6 +180,7 @@ class Suggester:
                 score, why = score * 0.95, f"alias '{n.name}': {why}"
             if folder and n.folder_words & set(words(folder.replace("/", " "))):
                 score, why = min(score + 0.05, 1.0), f"{why}; in a folder named like the link's"
+            score = round(score, 9)  # scores equal but for float rounding tie, and ties go by path
             if score > best.get(n.path, (0.0, "", ""))[0]:
                 best[n.path] = (score, n.name, why)
 
@@ -189,7 +190,7 @@ class Suggester:
         for d, other in self.keys.near(key, limit) if limit else ():
             for i in self.by_key[other]:  # one letter off a short name is as likely another name: not confident
                 offer(i, (0.92 if len(key) >= 7 else 0.75) - 0.07 * d, f"edit distance {d}")
-        matches = {w: self._word_matches(w) for w in set(link)}
+        matches = {w: self._word_matches(w) for w in dict.fromkeys(link)}
         pools = [self.by_word[nw] for found in matches.values() for _, nw in found]
         candidates = {i for ids in pools if len(ids) <= POOL for i in ids}  # a common word alone is no evidence
         for i in candidates:
@@ -215,8 +216,9 @@ class Suggester:
         self, link: tuple[str, ...], matches: dict[str, list[tuple[str, str]]], name: _Name
     ) -> tuple[float, str] | None:
         own = set(name.words)
+        unique = tuple(dict.fromkeys(link))  # the link's words in its order: sums and texts never in set order
         hit: dict[str, tuple[str, str]] = {}
-        for w in set(link):
+        for w in unique:
             for how, name_word in matches[w]:
                 if name_word in own:
                     hit[w] = (how, name_word)
@@ -225,9 +227,10 @@ class Suggester:
             return None
         used = {nw for _, nw in hit.values()}
         weight = self.weight
-        cover_link = sum(weight.get(hit[w][1], 1.0) for w in set(link) if w in hit)
-        cover_link /= sum(weight.get(hit[w][1], 1.0) if w in hit else weight.get(w, 3.0) for w in set(link))
-        cover_name = sum(weight[w] for w in own if w in used) / sum(weight[w] for w in own)
+        cover_link = sum(weight.get(hit[w][1], 1.0) for w in unique if w in hit)
+        cover_link /= sum(weight.get(hit[w][1], 1.0) if w in hit else weight.get(w, 3.0) for w in unique)
+        distinct = tuple(dict.fromkeys(name.words))
+        cover_name = sum(weight[w] for w in distinct if w in used) / sum(weight[w] for w in distinct)
         spelled = "; ".join(how for how, _ in hit.values() if how)
         spelled = f" ({spelled})" if spelled else ""
         if cover_link == 1 and cover_name == 1:
@@ -235,7 +238,7 @@ class Suggester:
             score = 0.85 if not misspelt else 0.82 if len("".join(link)) >= 7 else 0.7
             return score, f"same words{spelled}"
         extra_name = ", ".join(sorted(own - used))
-        extra_link = ", ".join(sorted(set(link) - set(hit)))
+        extra_link = ", ".join(sorted(set(unique) - set(hit)))
         if cover_link == 1:
             return (
                 0.45 + 0.35 * cover_name,

@@ -10,6 +10,7 @@ object (`structured`); the prompt ends where that object starts, never in a slot
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 from urllib.parse import unquote
 
@@ -37,7 +38,15 @@ _LABEL = re.compile(
     re.IGNORECASE,
 )
 
-_ANSWER_SLOT = re.compile(r"^[ \t>*_#-]*(?:answer|json reply|json answer)[ \t*_]*:", re.IGNORECASE)
+# A line posing as an answer: an answer or reply label (`Final answer:`, `JSON reply:`, `Response:`), or a JSON
+# object with an "answer" key anywhere in it; matched on the line as `plain` sees it (NFKC, no format characters),
+# so `Answer\u200b:`, `Ａｎｓｗｅｒ:` and `JSON\u200b reply:` are the same line.
+_ANSWER_SLOT = re.compile(
+    r"^[\W_]*(?:(?:final|the|my|short|correct|real|true|official|expected)[ \t*_]+)?"
+    r"(?:json[ \t*_]+)?(?:answer|reply|response)[ \t*_]*:"
+    r"|\{[ \t]*[\"'\u201c\u201d]?answer[\"'\u201c\u201d]?[ \t]*:",
+    re.IGNORECASE,
+)
 WITHHELD = "[withheld: a line posing as an answer]"
 
 SYSTEM_PROMPT = f"""You answer a question about an Obsidian vault using ONLY the notes below.
@@ -121,9 +130,20 @@ def neutralise(text: str) -> str:
     return "\n".join(_neutral_line(line) for line in text.splitlines())
 
 
+def plain(text: str) -> str:
+    """``text`` as a reader sees it: NFKC (full-width letters, ligatures as plain ones) and without format
+    characters (zero-width spaces and joiners, soft hyphens, bidirectional marks), which hide a label from a
+    pattern but not from a model."""
+    text = unicodedata.normalize("NFKC", text)
+    return "".join(c for c in text if unicodedata.category(c) != "Cf")
+
+
 def _neutral_line(line: str) -> str:
-    if _ANSWER_SLOT.match(line):
+    seen = plain(line)
+    if _ANSWER_SLOT.search(seen):
         return WITHHELD
+    if seen != line and _LABEL.match(seen):
+        line = seen  # a label hidden by format characters is defused in its plain form
     return _LABEL.sub(_defuse_label, line, count=1)
 
 

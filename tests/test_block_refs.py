@@ -167,3 +167,17 @@ def test_block_anchor_is_what_the_chunker_drops() -> None:
     body = f"Kept text {block_anchor('Abc-1')}\n{block_anchor('x')}\nmore"
     [chunk] = chunk_note("n", "N", body, min_tokens=0)
     assert chunk.text == "N\nKept text\n\nmore"
+
+
+@pytest.mark.slow
+def test_anchors_stay_out_of_the_index_and_search_snippets(tmp_path: Path, minilm) -> None:  # noqa: ANN001
+    """Through a real MiniLM index: the stored chunk texts (what is embedded) and the snippets a search shows."""
+    from bundle_checks import indexed_bundle
+
+    from retriever.retrieve import Retriever
+
+    bundle = indexed_bundle(tmp_path, NOTES)
+    texts = list(Retriever.open(bundle).table.texts)
+    assert any("First paragraph\n" in t for t in texts) and not any("<a id" in t for t in texts)
+    hits = BundleTools(bundle).search("first paragraph item quote", k=5)["hits"]
+    assert hits and not any("<a id" in h["snippet"] for h in hits)

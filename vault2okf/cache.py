@@ -40,7 +40,7 @@ from vault2okf.suggest import BodyWords, Suggestion
 from vault2okf.walk import VaultFile, Walk
 
 NAME = "convert-cache.bin"
-FORMAT = 3  # 2: each note's state marshalled on its own, so an unchanged one is saved as it was read; 3: blocks
+FORMAT = 2  # 2: each note's state marshalled on its own, so an unchanged one is saved as it was read
 RACY_NS = 2_000_000_000
 
 

@@ -2,8 +2,8 @@
 
 A note becomes sections at its headings (found with markdown-it, so `#` in code is not a heading). Sections
 longer than `max_tokens` are cut at paragraph, then line, then token boundaries; tiny sections are merged
-with their neighbours up to `min_tokens` (vaults have many one-line headings). Plugin code blocks, comments
-and templater tags are dropped; markdown links and images are reduced to their label text.
+with their neighbours up to `min_tokens` (vaults have many one-line headings). Plugin code blocks, comments,
+templater tags and block anchors are dropped; markdown links and images are reduced to their label text.
 """
 
 import hashlib
@@ -37,6 +37,8 @@ _COMMENT = re.compile(r"<!--(?:(?!<!--).)*?-->|%%.*?%%", re.DOTALL)
 _TEMPLATER = re.compile(r"<%(?:(?!<%).)*?%>", re.DOTALL)
 _INLINE_QUERY = re.compile(r"`\$?=[^`\n]*`")  # dataview inline queries: `= this.file.name`
 _BLOCK_ID = re.compile(r"[ \t]\^[A-Za-z0-9-]+[ \t]*$", re.MULTILINE)
+# the anchor vault2okf writes for a block id (``rewrite.block_anchor``): markup, not text
+BLOCK_ANCHOR = re.compile(r'[ \t]*<a id="[a-z0-9-]+"></a>')
 _LINK = re.compile(r"!?\[([^[\]\n]*)\]\((?:[^()\n]|\([^()\n]*\))*\)")
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 
@@ -89,7 +91,7 @@ def _is_plugin_fence(token: Token) -> bool:
 
 
 def _clean_prose(text: str) -> str:
-    for pattern in (_COMMENT, _TEMPLATER, _INLINE_QUERY, _BLOCK_ID):
+    for pattern in (_COMMENT, _TEMPLATER, _INLINE_QUERY, _BLOCK_ID, BLOCK_ANCHOR):
         text = pattern.sub("", text)
     return _LINK.sub(r"\1", text)
 

@@ -26,6 +26,7 @@ from urllib.parse import unquote
 import duckdb
 from markdown_it import MarkdownIt
 
+from retriever.chunk import BLOCK_ANCHOR
 from retriever.errors import RetrieverError
 from retriever.okf import check_bundle, read_bundle
 from retriever.retrieve import DEFAULT_SPEC, Mode, Retriever, SearchSpec
@@ -160,7 +161,8 @@ COLUMNS: dict[str, dict[str, str]] = {
         "kind": "'link' or 'embed'",
         "anchor": "heading or ^block the link points at, else NULL",
         "line": "line of the link in the source note",
-        "status": "resolved | ambiguous | alias | broken | self | attachment | missing_attachment | overridden",
+        "status": "resolved | ambiguous | alias | broken | self | attachment | missing_attachment | overridden | "
+        "excluded | missing_block",
         "context": "plain text of the sentence, list item or table row holding the link",
         "in_frontmatter": "true when the link is a frontmatter value (previous: [[Session 4]])",
     },
@@ -611,12 +613,13 @@ def _compact_tables(tables: dict[str, list[dict[str, str]]]) -> dict[str, str]:
 
 
 def _doc_body(doc: str) -> str:
-    """The doc without its YAML frontmatter (read_note gives the fields from the database)."""
+    """The doc without its YAML frontmatter (read_note gives the fields from the database) and its block
+    anchors (markup for renderers, not text for a model)."""
     if doc.startswith("---\n"):
         end = doc.find("\n---\n", 4)
         if end != -1:
-            return doc[end + 5 :].lstrip("\n")
-    return doc
+            doc = doc[end + 5 :].lstrip("\n")
+    return BLOCK_ANCHOR.sub("", doc) if "<a id=" in doc else doc
 
 
 def _sections(text: str) -> list[tuple[str, int, str]]:

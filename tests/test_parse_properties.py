@@ -30,6 +30,9 @@ def test_any_text_parses_and_links_point_at_themselves(text: str) -> None:
         if link.syntax != "frontmatter":
             line = note.body.split("\n")[link.line - note.body_line]
             assert line[link.col : link.col + len(link.raw)] == link.raw
+    lines = note.body.split("\n")
+    for block in note.blocks:
+        assert lines[block.line][block.col :].rstrip() == f"^{block.id}"
 
 
 @settings(max_examples=200, deadline=None)
@@ -43,9 +46,11 @@ def test_any_bytes_parse_without_error(data: bytes) -> None:
 # issue 13 grew by 6-10 at these sizes, where its linear part still counts).
 UNITS = {
     "[[": "[[", "![[a|": "![[a|", "![[": "![[", "[[x]] ": "[[x]] ", "[": "[", "[a](": "[a](", "](": "](",
-    "%%": "%%", "`": "`", "#": "#", "<": "<", "[[a#": "[[a#", "| [[x\\|y]] ": "| [[x\\|y]] ",
+    "%%": "%%", "`": "`", "#": "#", "<": "<", "[[a#": "[[a#", "| [[x\\|y]] ": "| [[x\\|y]] ", " ^a": " ^a",
+    "^": "^", "[[a#^b]] ": "[[a#^b]] ",
 }  # fmt: skip
-LINE_UNITS = {"indented [[x]]": "    [[x]]\n", "indented after list": "      [[x]]\n", "quoted": "> [[x]]\n"}
+LINE_UNITS = {"indented [[x]]": "    [[x]]\n", "indented after list": "      [[x]]\n", "quoted": "> [[x]]\n",
+              "block ids": "x ^b\n"}  # fmt: skip
 
 
 def pipeline(text: str) -> None:

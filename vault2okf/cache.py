@@ -37,7 +37,7 @@ from vault2okf.config import Config
 from vault2okf.meta import Meta, TypeOrigin
 from vault2okf.parse import Link, Problem, Syntax
 from vault2okf.report import LinkRecord, LinkReport
-from vault2okf.resolve import Resolution, Status
+from vault2okf.resolve import Resolution, Status, block_sets, check_blocks
 from vault2okf.suggest import BodyWords, Suggestion
 from vault2okf.walk import VaultFile, Walk
 
@@ -65,12 +65,13 @@ class NoteState:
     read_problems: tuple[Problem, ...]
     parse_problems: tuple[Problem, ...]  # Note.problems
     links: tuple[Link, ...]
+    blocks: tuple[str, ...]  # the block ids the note defines (``Note.blocks``), as written
     words: BodyWords
     mtime: float
     base: str
     meta: Meta
     meta_problems: tuple[Problem, ...]
-    resolved: tuple[Resolution, ...]  # one per link
+    resolved: tuple[Resolution, ...]  # one per link, before ``check_blocks``
     resolve_problems: tuple[Problem, ...]
     inputs: tuple[Any, ...]  # what the rewrite read besides the note: its doc path, each link's target doc path
     rewrite_problems: tuple[Problem, ...]
@@ -134,8 +135,11 @@ class ConvertCache:
         body = self.loaded
         notes = body.notes
         paths = [f.path for f in walk.notes]
+        blocks = block_sets((p, notes[p].blocks) for p in paths)
         records = [
-            LinkRecord(p, link, res) for p in paths for link, res in zip(notes[p].links, notes[p].resolved, strict=True)
+            LinkRecord(p, link, res)
+            for p in paths
+            for link, res in zip(notes[p].links, check_blocks(notes[p].links, notes[p].resolved, blocks), strict=True)
         ]
         aliases = {p: notes[p].meta.aliases for p in paths if notes[p].meta.aliases}
         return LinkReport(
@@ -394,7 +398,7 @@ def _unstate(s: NoteState) -> tuple[Any, ...]:
     resolved = tuple((r.status.value, r.path, r.candidates, r.rule) for r in s.resolved)
     doc = (s.doc.doc_path, s.doc.title, s.doc.description, s.doc.type)
     return (
-        s.sig, s.content, _problems(s.read_problems), _problems(s.parse_problems), links,
+        s.sig, s.content, _problems(s.read_problems), _problems(s.parse_problems), links, s.blocks,
         (dict(s.words.runs), s.words.lower), s.mtime, s.base, meta, _problems(s.meta_problems), resolved,
         _problems(s.resolve_problems), s.inputs, _problems(s.rewrite_problems), _problems(s.doc_problems), doc,
         s.output,
@@ -406,8 +410,8 @@ _STATUS = {s.value: s for s in Status}
 
 
 def _state(t: tuple[Any, ...]) -> NoteState:
-    sig, content, read, parse, links, words, mtime, base, meta, meta_p, resolved, resolve_p = t[:12]
-    inputs, rewrite_p, doc_p, doc, output = t[12:]
+    sig, content, read, parse, links, blocks, words, mtime, base, meta, meta_p, resolved, resolve_p = t[:13]
+    inputs, rewrite_p, doc_p, doc, output = t[13:]
     kind, title, description, stamp, tags, aliases, date, number, meta_problems, origin = meta
     return NoteState(
         sig=sig,
@@ -415,6 +419,7 @@ def _state(t: tuple[Any, ...]) -> NoteState:
         read_problems=_unproblems(read),
         parse_problems=_unproblems(parse),
         links=tuple(Link(k[0], k[1], k[2], k[3], k[4], k[5], k[6], _SYNTAX[k[7]], k[8]) for k in links),
+        blocks=blocks,
         words=BodyWords(Counter(words[0]), words[1]),
         mtime=mtime,
         base=base,

@@ -41,7 +41,7 @@ from vault2okf.meta import Meta, vault_base
 from vault2okf.names import assign_doc_paths
 from vault2okf.parse import _FM_WIKILINK, Note, Problem, Syntax, split_wikilink
 from vault2okf.report import LinkRecord, LinkReport, type_rows
-from vault2okf.resolve import NOTE_STATUSES, Resolution, Resolver, Status
+from vault2okf.resolve import NOTE_STATUSES, Resolution, Resolver, Status, block_sets, check_blocks
 from vault2okf.rewrite import anchor, label, relative
 from vault2okf.scan import prepare_parser
 from vault2okf.skill import skill_text
@@ -223,6 +223,7 @@ class _Run:
             "read_problems": tuple(p for _, p in found),
             "parse_problems": note.problems,
             "links": note.links,
+            "blocks": tuple(b.id for b in note.blocks),
             "words": body_words(note.body),
         }
         self._meta(f, state, note)
@@ -262,16 +263,21 @@ class _Run:
         self.records: list[LinkRecord] = []
         for path in paths:
             s = self.states[path]
-            links = self._get(path, "links")
             if same and s["reuse"] is not None:
                 s.update(resolved=s["reuse"].resolved, resolve_problems=s["reuse"].resolve_problems)
             else:
                 resolver = resolver or _resolver(paths, self.walk, self.aliases, self.config)
                 found: Problems = []
-                pairs = resolve_links_safe(resolver, path, links, found)
+                pairs = resolve_links_safe(resolver, path, self._get(path, "links"), found)
                 s.update(resolved=tuple(r for _, r in pairs), resolve_problems=tuple(p for _, p in found))
             self.problems.extend((path, p) for p in s["resolve_problems"])
-            self.records.extend(LinkRecord(path, lk, r) for lk, r in zip(links, s["resolved"], strict=True))
+        blocks = block_sets((p, self._get(p, "blocks")) for p in paths)
+        for path in paths:  # block refs checked once every note's block ids are known
+            s = self.states[path]
+            links, resolved = self._get(path, "links"), s["resolved"]
+            checked = check_blocks(links, resolved, blocks)
+            s["missing_blocks"] = tuple(i for i, r in enumerate(checked) if r is not resolved[i])
+            self.records.extend(LinkRecord(path, lk, r) for lk, r in zip(links, checked, strict=True))
 
     # -- rendering ----------------------------------------------------------------------------------------
     def _render(self) -> None:
@@ -286,7 +292,8 @@ class _Run:
         self.carried: list[str] = []
         for path in paths:
             s = self.states[path]
-            s["inputs"] = (doc_of[path], tuple(doc_of.get(r.path) for r in s["resolved"] if r.path))
+            targets = tuple(doc_of.get(r.path) for r in s["resolved"] if r.path)
+            s["inputs"] = (doc_of[path], targets, s["missing_blocks"])  # the last: its rows' statuses
             st = s["reuse"]
             if st is not None and self._carries(path, st):
                 s.update(rewrite_problems=st.rewrite_problems, doc_problems=st.doc_problems, doc=st.doc)
@@ -478,7 +485,7 @@ class _Run:
 
 _LINK_BATCH = 5000  # links rows per insert: few statements, never every row in memory at once
 _STATE_FIELDS = (
-    "sig", "content", "read_problems", "parse_problems", "links", "words", "mtime", "base", "meta",
+    "sig", "content", "read_problems", "parse_problems", "links", "blocks", "words", "mtime", "base", "meta",
     "meta_problems", "resolved", "resolve_problems", "inputs", "rewrite_problems", "doc_problems",
 )  # fmt: skip
 

@@ -30,6 +30,7 @@ COLOURS = {
     "excluded": "#999",
     "missing_attachment": "#c46a2f",
     "broken": "#b3261e",
+    "missing_block": "#c9a227",
 }
 STATUS_NAMES = {
     "resolved": "resolved",
@@ -41,6 +42,7 @@ STATUS_NAMES = {
     "attachment": "attachment",
     "missing_attachment": "missing attachment",
     "excluded": "excluded",
+    "missing_block": "missing block",
 }
 
 
@@ -188,6 +190,10 @@ SECTIONS = (
                         + f'<span class="why">{_e(e.get("why", ""))}</span>']),
     _Spec("missing_attachments", "Missing attachments", "Embedded files that are not in the vault.",
           ["target", "links"], lambda p, e: [p.target(e), _num(e["count"])]),
+    _Spec("missing_blocks", "Links to missing blocks", "The note exists but holds no block with this id, so the "
+          "link goes to the top of the note: end the block's line with <code> ^id</code>, or correct the link.",
+          ["target", "links", "note", "why"],
+          lambda p, e: [p.target(e), _num(e["count"]), p.note(e["note"]), f'<span class="why">{_e(e["why"])}</span>']),
     _Spec("variants", "Spelling variants", "Words written close to a word of a note title; add the suggested "
           "aliases to the note's frontmatter, or fix the spelling.",
           ["word", "also written", "notes", "suggested aliases"],

@@ -108,7 +108,7 @@ def _evidence(e: dict[str, Any]) -> str:
     return f"x{e['count']} at {at[0] if at else '?'}{more}"
 
 
-SECTIONS = ("broken", "ambiguous", "alias_only", "overridden", "excluded", "missing_attachments")
+SECTIONS = ("broken", "ambiguous", "alias_only", "overridden", "excluded", "missing_attachments", "missing_blocks")
 
 
 def diff_reports(old: dict[str, Any], new: dict[str, Any]) -> str:

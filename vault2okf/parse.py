@@ -25,6 +25,9 @@ _FM_WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]+)\]\]")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\[*_\"'])")
 LIST_LEAD = re.compile(r"^[\s>]*(?:[-*+]|\d{1,9}[.)])?\s*(?:\[[ xX]\]\s*)?")  # quote, list and task markers
+# An Obsidian block id: ``^id`` (Latin letters, digits, dashes) ending a line, after a space or alone on it
+BLOCK_ID = re.compile(r"(?:^|(?<=[ \t]))\^([A-Za-z0-9-]+)[ \t]*$")
+_BLOCK_REF = re.compile(r"[A-Za-z0-9-]+")
 
 
 class Syntax(StrEnum):
@@ -49,8 +52,17 @@ class Link:
 
 
 @dataclass(frozen=True)
+class Block:
+    """A block id defined in the body: ``text ^id`` ends the block's line, or ``^id`` stands alone after it."""
+
+    line: int  # 0-based line within the body
+    col: int  # where ``^id`` starts in that line
+    id: str  # as written, without the caret
+
+
+@dataclass(frozen=True)
 class Problem:
-    kind: str  # "encoding" | "frontmatter" | "value" | "name" | "collision" | "mtime" | "size" | "error"
+    kind: str  # "encoding" | "frontmatter" | "value" | "name" | "collision" | "mtime" | "size" | "block" | "error"
     message: str
     line: int | None = None
 
@@ -65,6 +77,7 @@ class Note:
     body_line: int  # 1-based source line of the first body line
     links: tuple[Link, ...]
     problems: tuple[Problem, ...] = field(default=())
+    blocks: tuple[Block, ...] = field(default=())  # block ids outside code, the first of each id only
     code: CodeLines | None = field(default=None, compare=False, repr=False)  # the body's code/comment lines
 
 
@@ -197,6 +210,7 @@ def parse_note(path: str, data: bytes) -> Note:
         problems.append(Problem("frontmatter", "frontmatter opened with --- is never closed; read as body", 1))
     code = CodeLines(body.split("\n"))
     links = [*_frontmatter_links(meta, fm_text or ""), *_body_links(code, body_line)]
+    blocks = _blocks(code, body_line, problems) if "^" in body else ()
     return Note(
         path=unicodedata.normalize("NFC", path),
         frontmatter=meta,
@@ -206,8 +220,29 @@ def parse_note(path: str, data: bytes) -> Note:
         body_line=body_line,
         links=tuple(links),
         problems=tuple(problems),
+        blocks=blocks,
         code=code,
     )
+
+
+def _blocks(code: CodeLines, first_line: int, problems: list[Problem]) -> tuple[Block, ...]:
+    """Block ids outside code and comments; an id defined again is reported and the first one kept (Obsidian
+    links to the first)."""
+    found: dict[str, Block] = {}
+    for i, line in enumerate(code.lines):
+        if "^" not in line or i in code:
+            continue
+        m = BLOCK_ID.search(code.text(i))
+        if m is None:
+            continue
+        key = m.group(1).casefold()
+        if key in found:
+            first = found[key].line + first_line
+            message = f"block id ^{m.group(1)} is defined again (first on line {first}); links go to the first"
+            problems.append(Problem("block", message, i + first_line))
+            continue
+        found[key] = Block(i, m.start(), m.group(1))
+    return tuple(found.values())
 
 
 def split_wikilink(inner: str) -> tuple[str, str | None, str | None]:
@@ -215,6 +250,15 @@ def split_wikilink(inner: str) -> tuple[str, str | None, str | None]:
     target_part, sep, label = inner.replace("\\|", "|").partition("|")
     target, _, anchor = target_part.partition("#")
     return target.strip(), anchor.strip() or None, label.strip() if sep else None
+
+
+def block_ref(anchor: str | None) -> str | None:
+    """The block id a link's anchor names (``Note#^id``: ``id``), or None when it names a heading or nothing;
+    "" for a ``^`` followed by no valid id (``^``, ``^two words``)."""
+    last = (anchor or "").split("#")[-1].strip()
+    if not last.startswith("^"):
+        return None
+    return last[1:] if _BLOCK_REF.fullmatch(last[1:]) else ""
 
 
 def _body_links(code: CodeLines, first_line: int) -> Iterator[Link]:

@@ -11,7 +11,7 @@ from functools import cached_property
 from typing import Any
 
 from vault2okf.parse import Link, Problem
-from vault2okf.resolve import NOTE_STATUSES, Resolution, Status, normalise
+from vault2okf.resolve import NOTE_STATUSES, Resolution, Status, block_problem, normalise
 from vault2okf.suggest import Suggester, Suggestion, variant_map
 
 HUBS = 15
@@ -53,6 +53,7 @@ class LinkReport:
             "overridden": self._to_note(Status.OVERRIDDEN),
             "excluded": self._excluded(),
             "missing_attachments": self._grouped(Status.MISSING_ATTACHMENT),
+            "missing_blocks": self._missing_blocks(),
             "variants": list(self.variants),
             "types": list(self.types),
             "problems": [
@@ -135,6 +136,21 @@ class LinkReport:
              "why": EXCLUDED_WHY[recs[0].resolution.rule], "at": _where(recs)}
             for t, recs in _by_count(groups)
         ]  # fmt: skip
+
+    def _missing_blocks(self) -> list[dict[str, Any]]:
+        """Block references whose note has no such block id (or whose id is malformed), by note and id."""
+        groups: dict[tuple[str, str], list[LinkRecord]] = defaultdict(list)
+        for r in self.records:
+            if r.resolution.status is Status.MISSING_BLOCK:
+                block = (r.link.anchor or "").split("#")[-1].strip()
+                groups[(r.resolution.path or "", block.casefold())].append(r)
+        out = []
+        for (note, _), recs in groups.items():
+            spellings = Counter(f"{normalise(r.link.target)}#{(r.link.anchor or '').strip()}" for r in recs)
+            target = min(spellings, key=lambda sp: (-spellings[sp], sp))
+            why = block_problem(recs[0].link, recs[0].resolution)
+            out.append({"target": target, "count": len(recs), "note": note, "why": why, "at": _where(recs)})
+        return sorted(out, key=lambda e: (-e["count"], e["target"]))
 
     def suggester(self) -> Suggester:
         return Suggester(self.notes, self.aliases, variant_map(self.variants))
@@ -227,6 +243,7 @@ STATUS_NAMES = {
     "attachment": "attachments",
     "missing_attachment": "missing attachments",
     "excluded": "into excluded folders",
+    "missing_block": "to a block id the note lacks",
 }
 TYPE_RULES = {"config": "vault2okf.toml [types]", "folder": "folder name", "frontmatter": "frontmatter `type`",
               "default": "top of the vault"}  # fmt: skip
@@ -260,6 +277,7 @@ def _markdown(d: dict[str, Any]) -> Iterable[str]:
         ("Links into excluded folders", "excluded", EXCLUDED_ADVICE, _note_line),
         ("Missing attachments", "missing_attachments", "Embedded files that are not in the vault; left as written.",
          _broken_line),
+        ("Links to missing blocks", "missing_blocks", MISSING_BLOCK_ADVICE, _block_line),
     ]  # fmt: skip
     clean = [title.lower() for title, key, _, _ in sections if not d[key]]
     if clean:
@@ -285,6 +303,10 @@ AMBIGUOUS_ADVICE = (
     "path, then alphabetical). Pin one under `[links.overrides]` or write the path in the link."
 )
 ALIAS_ADVICE = "Obsidian itself leaves a bare `[[Alias]]` unresolved; write `[[Note|Alias]]` instead."
+MISSING_BLOCK_ADVICE = (
+    "The note exists but holds no block with this id, so the link goes to the top of the note. End the block's "
+    'line with ` ^id` (Obsidian\'s "Copy link to block" does), or correct the id in the link.'
+)
 EXCLUDED_ADVICE = (
     "These notes exist but are in a folder excluded by `[walk] exclude` (templates), so the links stay text."
 )
@@ -317,6 +339,11 @@ def _ambiguous_line(e: dict[str, Any]) -> Iterable[str]:
 
 def _note_line(e: dict[str, Any]) -> Iterable[str]:
     yield f"- **{e['target']}** ×{e['count']} → " + (f"`{e['note']}`" if e["note"] else e.get("why", ""))
+    yield _at(e["at"])
+
+
+def _block_line(e: dict[str, Any]) -> Iterable[str]:
+    yield f"- **{e['target']}** ×{e['count']} → `{e['note']}`: {e['why']}"
     yield _at(e["at"])
 
 

@@ -17,6 +17,9 @@ Order, first match wins:
 
 A pinned override is ``overridden`` (it points at a note; an override to an attachment is an attachment).
 
+A block reference (``[[Note#^id]]``) that resolves to a note without that block id, or whose id is malformed,
+is **missing_block** (``check_blocks``, after every note's block ids are known): it still links to the note.
+
 Several candidates at one step make the link **ambiguous**: the one chosen is in the same folder as the
 linking note if one is, else the shortest path (fewest folders, then fewest characters), else the first
 alphabetically, and every candidate is reported.
@@ -35,6 +38,7 @@ from enum import StrEnum
 from functools import lru_cache
 
 from vault2okf.errors import Vault2OkfError
+from vault2okf.parse import Link, block_ref
 from vault2okf.walk import is_excluded
 
 _EXTENSION = re.compile(r"\.[A-Za-z0-9]{1,5}$")
@@ -50,9 +54,12 @@ class Status(StrEnum):
     MISSING_ATTACHMENT = "missing_attachment"
     EXCLUDED = "excluded"
     OVERRIDDEN = "overridden"
+    MISSING_BLOCK = "missing_block"
 
 
-NOTE_STATUSES = frozenset({Status.RESOLVED, Status.AMBIGUOUS, Status.ALIAS, Status.OVERRIDDEN})  # link to a note
+# a link to a note
+NOTE_STATUSES = frozenset({Status.RESOLVED, Status.AMBIGUOUS, Status.ALIAS, Status.OVERRIDDEN, Status.MISSING_BLOCK})
+_BLOCK_CHECKED = frozenset({Status.RESOLVED, Status.ALIAS, Status.OVERRIDDEN, Status.SELF})
 
 
 @dataclass(frozen=True)
@@ -169,6 +176,39 @@ class Resolver:
             return Resolution(Status.EXCLUDED, None, rule="excluded name")
         has_ext = _EXTENSION.search(key) is not None and not target.strip().endswith(".md")
         return Resolution(Status.MISSING_ATTACHMENT if has_ext else Status.BROKEN, None)
+
+
+def check_blocks(
+    links: Sequence[Link], resolved: Sequence[Resolution], blocks: Mapping[str, frozenset[str]]
+) -> tuple[Resolution, ...]:
+    """``resolved`` with each block reference whose note has no such block id (``blocks``: vault path -> its
+    ids, case-folded), or whose id is malformed, made ``missing_block``. An ambiguous link stays ambiguous:
+    which note it means comes first. The same tuple when nothing changes (most notes have no block refs)."""
+    out: list[Resolution] | None = None
+    for i, (link, res) in enumerate(zip(links, resolved, strict=True)):
+        if link.anchor is None or "^" not in link.anchor or res.status not in _BLOCK_CHECKED:
+            continue
+        block = block_ref(link.anchor)
+        if block is None or (block and block.casefold() in blocks.get(res.path or "", ())):
+            continue
+        out = out if out is not None else list(resolved)
+        out[i] = Resolution(Status.MISSING_BLOCK, res.path, res.candidates, res.rule)
+    return tuple(resolved) if out is None else tuple(out)
+
+
+def block_sets(notes: Iterable[tuple[str, Sequence[str]]]) -> dict[str, frozenset[str]]:
+    """Each note's block ids, case-folded, for ``check_blocks`` (notes without any left out)."""
+    return {path: frozenset(b.casefold() for b in ids) for path, ids in notes if ids}
+
+
+def block_problem(link: Link, res: Resolution) -> str:
+    """Why a ``missing_block`` link is one: the id is malformed, or the note has no block with it."""
+    block = block_ref(link.anchor)
+    note = res.path or "the note"
+    if not block:
+        written = (link.anchor or "").split("#")[-1].strip()
+        return f"{written!r} is not a block id (Latin letters, digits and dashes after ^)"
+    return f"{note} has no block ^{block} (a line ending in ' ^{block}')"
 
 
 @lru_cache(maxsize=1 << 16)  # the report asks again for every link; a vault writes the same targets over and over

@@ -2,7 +2,10 @@
 
 Pure: the parsed note, where each link resolved to, and where each vault file lands in the bundle go in;
 the new body comes out. Rules:
-- a note link -> ``[label](relative/path%20encoded.md#heading-slug)``;
+- a note link -> ``[label](relative/path%20encoded.md#heading-slug)``; a block reference ``[[Note#^id]]`` ->
+  ``[Note > ^id](Note.md#id)``, and a link to a block of the same note stays a link (``[^id](#id)``);
+- a block id ``^id`` ending a line becomes the anchor ``<a id="id"></a>`` (``block_anchor``), where every
+  renderer that keeps inline HTML lands a ``#id`` link; the chunker drops it again;
 - an embed of a note -> a plain link to it (no transclusion, so embed cycles cannot loop);
 - an existing image -> ``![alt](relative/path.png)``; another attachment -> ``[name](relative/path.pdf#page=3)``;
 - a broken link, or one into an excluded folder -> its readable text (never a link to a file that does not exist);
@@ -20,7 +23,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from urllib.parse import quote
 
-from vault2okf.parse import Link, Note
+from vault2okf.parse import Block, Link, Note, block_ref
 from vault2okf.resolve import NOTE_STATUSES, Resolution, Status
 
 IMAGE_EXTENSIONS = frozenset({"png", "jpg", "jpeg", "gif", "svg", "webp", "bmp", "avif"})
@@ -31,10 +34,12 @@ _SLUG_DROP = re.compile(r"[^\w\- ]")
 def rewrite_body(note: Note, resolved: Mapping[Link, Resolution], doc_of: Mapping[str, str]) -> str:
     """``doc_of`` maps vault paths (notes and copied attachments) to bundle paths under ``concepts/``."""
     source_doc = doc_of[note.path]
-    by_line: dict[int, list[Link]] = defaultdict(list)
+    by_line: dict[int, list[Link | Block]] = defaultdict(list)
     for link in note.links:
         if link.syntax != "frontmatter":
             by_line[link.line - note.body_line].append(link)
+    for block in note.blocks:
+        by_line[block.line].append(block)
     lines = note.body.split("\n")
     for index, links in by_line.items():
         lines[index] = _rewrite_line(lines[index], links, resolved, source_doc, doc_of)
@@ -42,16 +47,38 @@ def rewrite_body(note: Note, resolved: Mapping[Link, Resolution], doc_of: Mappin
 
 
 def _rewrite_line(
-    line: str, links: list[Link], resolved: Mapping[Link, Resolution], source_doc: str, doc_of: Mapping[str, str]
+    line: str,
+    items: list[Link | Block],
+    resolved: Mapping[Link, Resolution],
+    source_doc: str,
+    doc_of: Mapping[str, str],
 ) -> str:
-    """The line with each link replaced by its rendering, built in one pass (a line of n links costs O(n))."""
+    """The line with each link replaced by its rendering and a block id by its anchor, built in one pass (a
+    line of n links costs O(n))."""
     pieces, pos = [], 0
-    for link in sorted(links, key=lambda lk: lk.col):
-        pieces.append(line[pos : link.col])
-        pieces.append(render(link, resolved[link], source_doc, doc_of))
-        pos = link.col + len(link.raw)
+    for item in sorted(items, key=lambda it: it.col):
+        if item.col < pos:  # a block id inside a link's text: the link's rendering holds it
+            continue
+        pieces.append(line[pos : item.col])
+        if isinstance(item, Block):
+            pieces.append(block_anchor(item.id))
+            pos = item.col + 1 + len(item.id)
+        else:
+            pieces.append(render(item, resolved[item], source_doc, doc_of))
+            pos = item.col + len(item.raw)
     pieces.append(line[pos:])
     return "".join(pieces)
+
+
+def block_anchor(block_id: str) -> str:
+    """The anchor a block id ``^id`` becomes in the doc: an empty HTML ``a`` element whose ``id`` is the one a
+    block reference's ``#id`` names. The ``^id`` text goes (Obsidian hides it too)."""
+    return f'<a id="{block_slug(block_id)}"></a>'
+
+
+def block_slug(block_id: str) -> str:
+    """``^Abc-1`` and ``Abc-1`` -> ``abc-1``: block ids are matched without case, as the ids of the doc."""
+    return block_id.removeprefix("^").lower()
 
 
 def render(link: Link, res: Resolution, source_doc: str, doc_of: Mapping[str, str]) -> str:
@@ -74,7 +101,7 @@ def label(link: Link) -> str:
         return link.label
     name = posixpath.basename(link.target)
     name = name[:-3] if name.lower().endswith(".md") else name
-    heading = (link.anchor or "").split("#")[-1].lstrip("^")
+    heading = (link.anchor or "").split("#")[-1].strip()  # a block keeps its caret: ``Note > ^id``
     if name and heading:
         return f"{name} > {heading}"
     return name or heading
@@ -102,11 +129,15 @@ def relative(source_doc: str, target_doc: str) -> str:
 
 
 def anchor(raw: str | None) -> str:
-    """``Heading`` -> ``#heading``; nested ``H1#H2`` uses the last heading; block refs ``^id`` have no anchor."""
+    """``Heading`` -> ``#heading``; nested ``H1#H2`` uses the last heading; a block ref ``^id`` -> ``#id`` (none
+    for a malformed id, which the report lists)."""
     if not raw:
         return ""
+    block = block_ref(raw)
+    if block is not None:
+        return f"#{block_slug(block)}" if block else ""
     last = raw.split("#")[-1].strip()
-    if not last or last.startswith("^"):
+    if not last:
         return ""
     slug = slugify(last)
     return f"#{slug}" if slug else ""

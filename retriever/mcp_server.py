@@ -10,13 +10,10 @@ read as files, and no tool takes a path.
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote
-
-import typer
 
 from retriever.errors import RetrieverError
 from retriever.tools import TOOL_SPECS, BundleTools, Limits, ToolError
@@ -193,24 +190,19 @@ def resource_uri(bundle: str, rel: str) -> str:
     return f"okf://{quote(bundle, safe='')}/{quote(rel)}"
 
 
-def serve(bundles: Sequence[Path], *, chroma_url: str | None = None) -> None:
-    """Check every bundle, then serve them over stdio until the client closes the connection."""
+def open_library(bundles: Sequence[Path], *, chroma_url: str | None = None) -> Library:
+    """The bundles to serve, each checked; the MCP SDK must be installed."""
     try:
         import mcp  # noqa: F401
     except ImportError as e:
         raise RetrieverError("the MCP server needs the 'serve' extra: pip install 'vault2okf[serve]'") from e
-    library = Library(bundles, chroma_url=chroma_url)
-    for name, tools in library.tools.items():
-        if _describe(name, tools)["search"].startswith("not indexed"):
-            print(f"note: {name} has no index: run `vault2okf index {tools.bundle}` for search", file=sys.stderr)
-    build_server(library).run("stdio")
+    return Library(bundles, chroma_url=chroma_url)
 
 
-def mcp_cmd(
-    bundles: list[Path] = typer.Argument(
-        ..., metavar="BUNDLE...", help="Bundles written by `vault2okf convert` (indexed for search)."
-    ),
-    chroma_url: str | None = typer.Option(None, "--chroma-url", help="A Chroma server instead of each bundle's."),
-) -> None:
-    """Serve BUNDLES read-only over MCP (stdio): search, read_note, neighbours, sql, schema, link_health."""
-    serve(bundles, chroma_url=chroma_url)
+def unindexed(library: Library) -> list[str]:
+    """What to say of each served bundle that has no index: search is unavailable there."""
+    return [
+        f"{name} has no index: run `vault2okf index {tools.bundle}` for search"
+        for name, tools in library.tools.items()
+        if _describe(name, tools)["search"].startswith("not indexed")
+    ]

@@ -29,12 +29,17 @@ NOTES = {
 QUESTION = "Who keeps the lighthouse on the cape?"
 # Modules a search must not import: the Chroma client (the saved table suffices), chunking (markdown-it), BM25
 # building (bm25s: the saved indexes suffice), the other commands (convert, the tools and MCP server, eval) and
-# FlagEmbedding's package __init__ (with its fine-tuning code: peft).
+# FlagEmbedding's package __init__ (with its fine-tuning code: peft), and the modules of the other commands.
 NOT_FOR_A_SEARCH = (
     "chromadb",
     "markdown_it",
     "bm25s",
     "vault2okf.convert",
+    "vault2okf.cli.convert",
+    "vault2okf.cli.ask",
+    "vault2okf.cli.eval",
+    "vault2okf.cli.mcp",
+    "vault2okf.cli.watch",
     "retriever.tools",
     "retriever.mcp_server",
     "eval",

@@ -34,6 +34,8 @@ NO_REGION = (
 class BedrockAnswerer:
     """Grounded answers from a Bedrock model; `model_id` is the one string Bedrock knows the model by."""
 
+    notice: str | None = None
+
     def __init__(
         self,
         model_id: str,

@@ -1,4 +1,4 @@
-"""Thin ``eval`` command; ``vault2okf/cli.py`` mounts it on the console command."""
+"""``vault2okf eval BUNDLE --golden SET``: retrieval (and answers) measured on a golden set; reports written."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ import argparse
 import json
 import os
 
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as vault2okf/cli.py sets it, for the in-process warm session
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as vault2okf.cli sets it, for the in-process warm session
 import resource
 import statistics
 import subprocess
@@ -99,7 +99,7 @@ MINILM_LOAD = (
     "AutoTokenizer.from_pretrained(p); AutoModel.from_pretrained(p)"
 )
 NOT_FOR_A_SEARCH = ("chromadb", "markdown_it", "bm25s", "vault2okf.convert", "vault2okf.cli.convert",
-                    "vault2okf.cli.mcp", "retriever.mcp_server", "eval", "FlagEmbedding", "peft",
+                    "vault2okf.cli.mcp", "retriever.agent.mcp_server", "eval", "FlagEmbedding", "peft",
                     "datasets")  # fmt: skip
 
 
@@ -159,8 +159,8 @@ def prompt_speed(bundle: Path, rounds: int) -> None:
     """Prompt tokens/s of the answerer vs a plain llama-cpp-python call, same prompt, same process, alternating."""
     import llama_cpp
 
+    from retriever.answer.ask import context_notes
     from retriever.answer.base import get_answerer
-    from retriever.ask import context_notes
     from retriever.retrieve import DEFAULT_SPEC, Retriever
 
     say(f"## Prompt processing, 270M GGUF ({rounds} rounds, alternating, medians) — {load()}")

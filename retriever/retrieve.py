@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from functools import cached_property
 from pathlib import Path
@@ -136,6 +136,12 @@ class Hit:
     text: str  # the chunk text(s) used as context
     tokens: int
     session_label: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The hit without its text (`search --json`, `ask --json`'s `retrieved`)."""
+        data = asdict(self)
+        data.pop("text")
+        return data
 
 
 @dataclass(frozen=True)

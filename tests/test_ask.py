@@ -1,7 +1,7 @@
 """`ask`'s JSON and its terminal rendering of a structured answer (the answer records are built, not stubbed)."""
 
+from retriever.answer.ask import AskResult, context_notes
 from retriever.answer.base import Answer, Citation
-from retriever.ask import AskResult, context_notes
 from retriever.graph import Concept
 from retriever.retrieve import Hit, Mode, Retrieval, Via
 from vault2okf.cli.ask import render_sources

@@ -114,18 +114,19 @@ class AnswerSpec:
         return {"n_gpu_layers": self.gpu_layers, "n_ctx": self.n_ctx, "max_tokens": self.answer_tokens,
                 "verbose": verbose()}  # fmt: skip
 
+    def answerer(self) -> Answerer:
+        """The answerer this spec describes (heavy imports happen only for its backend)."""
+        return get_answerer(self.llm, model=self.model, **self.options())
+
+
+OnToken = Callable[[str], None] | None  # gets each piece of the answer text as it is generated
+
 
 class Answerer(Protocol):
     model: str  # the name answers carry (`Answer.model`)
     notice: str | None  # said to the person before the first answer (the tiny packaged model is in use)
 
-    def answer(
-        self,
-        question: str,
-        notes: Sequence[ContextNote],
-        *,
-        on_token: Callable[[str], None] | None = None,
-    ) -> Answer: ...
+    def answer(self, question: str, notes: Sequence[ContextNote], *, on_token: OnToken = None) -> Answer: ...
 
 
 def check_answerer(name: str, *, model: str | None = None) -> None:

@@ -32,8 +32,8 @@ def ask_cmd(
     answer: AnswerSpec,
 ) -> None:
     """Answer QUESTION from the notes, citing them; says 'not found in the vault' when they do not hold it."""
-    from retriever.answer.base import check_answerer, get_answerer
-    from retriever.ask import ask
+    from retriever.answer.ask import ask
+    from retriever.answer.base import check_answerer
 
     check_question(question)
     if prefetch and not agent:
@@ -41,10 +41,10 @@ def ask_cmd(
     check_answerer(answer.llm, model=answer.model)  # a missing GGUF or model ID fails here, before any model loads
     retriever = Retriever.open(bundle, chroma_url=chroma_url)
     retriever.prepare(spec)
-    if agent:  # retriever/agent.py: the model calls the tool layer, then answers from what it returned
+    if agent:  # retriever/agent/loop.py: the model calls the tool layer, then answers from what it returned
         _ask_agent(bundle, question, retriever, spec, answer, steps=steps, prefetch=prefetch, as_json=as_json)
         return
-    answerer = get_answerer(answer.llm, model=answer.model, **answer.options())
+    answerer = answer.answerer()
     say_notice(answerer.notice)
     stream = None if as_json else _print_token
     concepts = retriever.graph.concepts
@@ -71,12 +71,12 @@ def _ask_agent(
     as_json: bool,
 ) -> None:
     """``ask --agent``: the loop with the command's search options; the trace on stderr, then the answer."""
-    from retriever.agent import ask_agent, get_driver, trace_lines, trace_lines_of
+    from retriever.agent.loop import AgentSpec, ask_agent, get_driver, trace_lines, trace_lines_of
 
-    driver = get_driver(answer.llm, model=answer.model, **answer.options())
+    driver = get_driver(answer)
     say_notice(driver.notice)
     show = None if as_json else (lambda call: typer.echo(next(iter(trace_lines_of([call]))), err=True))
-    result = ask_agent(bundle, question, retriever, spec, driver, steps=steps, prefetch=prefetch, on_call=show)
+    result = ask_agent(bundle, question, retriever, spec, driver, AgentSpec(steps, prefetch), on_call=show)
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
         return

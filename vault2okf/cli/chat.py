@@ -18,8 +18,8 @@ from typing import TextIO
 
 import typer
 
+from retriever.answer.ask import AskResult, ask
 from retriever.answer.base import Answerer, AnswerSpec
-from retriever.ask import AskResult, ask
 from retriever.errors import RetrieverError
 from retriever.retrieve import Retrieval, Retriever, SearchSpec
 from vault2okf.cli.ask import say_notice
@@ -175,17 +175,16 @@ def chat_cmd(
     answer: AnswerSpec,
 ) -> None:
     """Ask many questions of BUNDLE in one session: the models and the index load once."""
-    from retriever.answer.base import check_answerer, get_answerer
+    from retriever.answer.base import check_answerer
 
     if verbose:
         os.environ["VAULT2OKF_VERBOSE"] = "1"
-    options = answer.options()  # after --verbose: llama.cpp's log lines too
     check_answerer(answer.llm, model=answer.model)  # a missing GGUF or model ID fails here, before any model loads
     started = time.perf_counter()
     retriever = Retriever.open(bundle, chroma_url=chroma_url)
     retriever.prepare(spec)
     retriever.embed("warm up")  # the first question pays no one-time set-up of the embedder
-    answerer = get_answerer(answer.llm, model=answer.model, **options)
+    answerer = answer.answerer()  # after --verbose: llama.cpp's log lines too
     say_notice(answerer.notice)
     notes, chunks = len(retriever.table.rows_of), len(retriever.table.ids)
     typer.echo(

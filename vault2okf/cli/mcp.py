@@ -1,4 +1,4 @@
-"""``vault2okf mcp BUNDLE [BUNDLE ...]``: the bundles served read-only over MCP (``retriever.mcp_server``)."""
+"""``vault2okf mcp BUNDLE [BUNDLE ...]``: the bundles served read-only over MCP (``retriever.agent.mcp_server``)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ def mcp_cmd(
     chroma_url: str | None = typer.Option(None, "--chroma-url", help="A Chroma server instead of each bundle's."),
 ) -> None:
     """Serve BUNDLES read-only over MCP (stdio): search, read_note, neighbours, sql, schema, link_health."""
-    from retriever.mcp_server import build_server, open_library, unindexed
+    from retriever.agent.mcp_server import build_server, open_library, unindexed
 
     library = open_library(bundles, chroma_url=chroma_url)
     for line in unindexed(library):

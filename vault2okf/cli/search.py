@@ -21,8 +21,6 @@ def search_cmd(
     spec: SearchSpec,
 ) -> None:
     """Retrieve the notes for QUESTION: each with score, via (vector | hop) and tokens."""
-    from retriever.ask import hit_json
-
     check_question(question)
     retriever = Retriever.open(bundle, chroma_url=chroma_url)
     retriever.prepare(spec)
@@ -30,7 +28,7 @@ def search_cmd(
     if as_json:
         payload = {"question": question, "mode": retrieval.mode, "k": spec.k, "ranker": retrieval.ranker,
                    "notes": retrieval.notes, "tokens": retrieval.tokens, "timings_ms": retrieval.timings,
-                   "hits": [hit_json(h) for h in retrieval.hits]}  # fmt: skip
+                   "hits": [h.to_json() for h in retrieval.hits]}  # fmt: skip
         typer.echo(json.dumps(payload, indent=2, ensure_ascii=False))
         return
     for line in hit_lines(retrieval):

@@ -1,6 +1,6 @@
 """``vault2okf mcp BUNDLE [BUNDLE ...]``: a read-only MCP server (stdio) over one or more bundles.
 
-It adds nothing of its own to the tool layer (``retriever.tools``): each tool is a ``BundleTools`` method with a
+It adds nothing of its own to the tool layer (``retriever.agent.tools``): each tool is a ``BundleTools`` method with a
 ``bundle`` argument (needed only when more than one bundle is served), plus ``list_bundles`` and
 ``link_health``. ``SKILL.md``, the link-health report and every concept doc are resources, read from the
 bundle's files. Nothing it serves writes: the database is opened read-only and locked down, resources are
@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote
 
+from retriever.agent.tools import TOOL_SPECS, BundleTools, Limits, ToolError
 from retriever.errors import RetrieverError
-from retriever.tools import TOOL_SPECS, BundleTools, Limits, ToolError
 
 INSTRUCTIONS = (
     "Read-only tools over Obsidian vaults converted to Open Knowledge Format bundles. Start with schema or "

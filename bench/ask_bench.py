@@ -160,13 +160,13 @@ def prompt_speed(bundle: Path, rounds: int) -> None:
     import llama_cpp
 
     from retriever.answer.ask import context_notes
-    from retriever.answer.base import get_answerer
+    from retriever.answer.base import AnswerSpec
     from retriever.retrieve import DEFAULT_SPEC, Retriever
 
     say(f"## Prompt processing, 270M GGUF ({rounds} rounds, alternating, medians) — {load()}")
     retriever = Retriever.open(bundle)
     notes = context_notes(retriever.search(ASK_Q, DEFAULT_SPEC))  # what `ask` retrieves
-    answerer: Any = get_answerer("llama", max_tokens=1)
+    answerer: Any = AnswerSpec(answer_tokens=1).answerer()  # `ask`'s answerer, one token per answer
     answerer.answer(ASK_Q, notes)  # loads the model, sizes its context
     prompt = answerer.prompt(ASK_Q, notes)
     plain = llama_cpp.Llama(model_path=str(answerer.model_path), n_ctx=answerer.context_size, verbose=False)

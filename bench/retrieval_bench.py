@@ -17,6 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from eval.metrics import p50_p95
 from retriever.embed import get_embedder
 from retriever.index import chunk_concepts, index_bundle, load_concepts
 from retriever.retrieve import Budget, Mode, Retriever, SearchSpec, Seeds
@@ -99,9 +100,8 @@ def _latency(bundle: Path, golden: Path) -> None:
             rows.setdefault(name, []).append(r.timings["retrieve_ms"])
     print(f"query embedding: p50 {statistics.median(embed_ms):.1f} ms over {len(questions)} questions")
     for name, values in rows.items():
-        ordered = sorted(values)
-        p95 = ordered[round(0.95 * (len(ordered) - 1))]
-        print(f"{name:<14} p50 {statistics.median(ordered):6.2f} ms   p95 {p95:6.2f} ms")
+        p50, p95 = p50_p95(values)
+        print(f"{name:<14} p50 {p50:6.2f} ms   p95 {p95:6.2f} ms")
 
 
 if __name__ == "__main__":

@@ -12,12 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from eval.golden import Question, Tier
 from eval.metrics import mean, recall
 from eval.scoring import AnswerScore, score_answer
+from retriever.answer.base import AnswerSpec
 from retriever.retrieve import Retriever
+
+if TYPE_CHECKING:
+    from retriever.agent.loop import AgentSpec
 
 COST_KEYS = ("tool_calls", "tokens", "seconds")
 
@@ -34,27 +38,24 @@ def run_agent_answers(
     retriever: Retriever,
     questions: Sequence[Question],
     *,
-    llm: str,
-    model: str | None,
-    tokens: int,
-    steps: int,
-    prefetch: bool,
+    answer: AnswerSpec,
+    agent: AgentSpec,
     spec: Any,
     progress: Callable[[str], None] | None = None,
 ) -> tuple[dict[str, AnswerScore], dict[str, dict[str, Any]]]:
     """Answer every question with the agent loop: scores, and per question notes read, calls, cost, trace."""
-    from retriever.agent import get_driver, run_agent
-    from retriever.tools import BundleTools
+    from retriever.agent.loop import get_driver, run_agent
+    from retriever.agent.tools import BundleTools
 
     tools = BundleTools(bundle, spec=spec, retriever=retriever)
-    driver = get_driver(llm, model=model, max_tokens=tokens)
+    driver = get_driver(answer)
     vocabulary = {c.title for c in retriever.graph.concepts.values()}
     vocabulary |= {a for c in retriever.graph.concepts.values() for a in c.aliases}
     scores: dict[str, AnswerScore] = {}
     runs: dict[str, dict[str, Any]] = {}
     try:
         for q in questions:
-            result = run_agent(q.question, tools, driver, steps=steps, prefetch=prefetch)
+            result = run_agent(q.question, tools, driver, steps=agent.steps, prefetch=agent.prefetch)
             scores[q.id] = score_answer(result.answer, q, known_entities=vocabulary, context=result.context)
             trace = result.to_json()["trace"]
             runs[q.id] = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from eval.errors import EvalError
 from eval.golden import Question, load_golden
@@ -12,9 +12,13 @@ from eval.html import write_eval_html
 from eval.report import EvalReport, check_out_dir
 from eval.run import DEFAULT, Method, RunResult, config_of, default_methods, run_methods
 from eval.scoring import AnswerScore, score_answer
+from retriever.answer.base import AnswerSpec
 from retriever.graph import load_graph
 from retriever.rankers import RANKERS
 from retriever.retrieve import DEFAULT_RANKER, Retriever
+
+if TYPE_CHECKING:  # the agent loop (and its tools) load only for `--agent`
+    from retriever.agent.loop import AgentSpec
 
 PAIRS = (
     ("default", "vector@15"),
@@ -32,24 +36,21 @@ def evaluate(
     stem: str,
     *,
     rankers: str = "",
-    answers: bool = False,
+    answer: AnswerSpec | None = None,
     answer_method: str = DEFAULT,
-    llm: str = "llama",
-    model: str | None = None,
-    answer_tokens: int = 160,
+    agent: AgentSpec | None = None,
     progress: Callable[[str], None] | None = None,
-    agent: bool = False,
-    steps: int = 5,
-    prefetch: bool = False,
     per_tier: int | None = None,
 ) -> tuple[list[Path], str]:
+    """Run every method (and with ``answer`` answer and score; with ``agent`` the agent loop beside it) on
+    ``golden`` over ``bundle``; the report's paths and a summary table."""
     check_out_dir(out)  # every input is checked before the embedder loads
-    if agent and not answers:
+    if agent is not None and answer is None:
         raise EvalError("--agent compares answers: add --answers")
     names = list(RANKERS) if rankers == "all" else [r.strip() for r in rankers.split(",") if r.strip()]
     methods = default_methods(DEFAULT_RANKER, names)
-    if answers:
-        _check_answers(methods, answer_method, llm, model)
+    if answer is not None:
+        _check_answers(methods, answer_method, answer)
     graph = load_graph(bundle)
     questions = load_golden(golden, known_paths={c.vault_path for c in graph.concepts.values()})
     if per_tier:  # the first N questions of each tier, in file order (a quick, declared subset)
@@ -57,15 +58,10 @@ def evaluate(
     retriever = Retriever.open(bundle, graph=graph)
     result = run_methods(retriever, questions, methods, progress)
     costs: dict[str, dict[str, Any]] = {}
-    scores = (
-        _answers(retriever, questions, result, answer_method, llm, model, answer_tokens, progress, costs)
-        if answers
-        else None
-    )
+    scores = _answers(retriever, questions, result, answer_method, answer, progress, costs) if answer else None
     agent_data = None
-    if agent and scores is not None:
-        agent_data = _agent(bundle, retriever, questions, scores, costs, answer_method, llm, model,
-                            answer_tokens, steps, prefetch, progress)  # fmt: skip
+    if agent is not None and answer is not None and scores is not None:
+        agent_data = _agent(bundle, retriever, questions, scores, costs, answer_method, answer, agent, progress)
     config = config_of(methods, {
         "bundle": bundle.name, "embedder": retriever.embedder.name, "default_method": DEFAULT,
         "default_ranker": DEFAULT_RANKER,
@@ -80,13 +76,13 @@ def evaluate(
     return paths, _summary(report.to_json())
 
 
-def _check_answers(methods: Sequence[Method], answer_method: str, llm: str, model: str | None) -> None:
+def _check_answers(methods: Sequence[Method], answer_method: str, answer: AnswerSpec) -> None:
     from retriever.answer.base import check_answerer
 
     if answer_method not in {m.name for m in methods}:
         names = ", ".join(m.name for m in methods)
         raise EvalError(f"unknown --answer-method {answer_method!r}; choose one of {names}")
-    check_answerer(llm, model=model)
+    check_answerer(answer.llm, model=answer.model)
 
 
 def _answers(
@@ -94,17 +90,14 @@ def _answers(
     questions: Sequence[Question],
     result: RunResult,
     method: str,
-    llm: str,
-    model: str | None,
-    tokens: int,
+    answer_spec: AnswerSpec,
     progress: Callable[[str], None] | None,
     costs: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, dict[str, AnswerScore]]:
     """Answer every question from ``method``'s retrieved context and score it."""
-    from retriever.answer.base import get_answerer
-    from retriever.ask import context_notes
+    from retriever.answer.ask import context_notes
 
-    answerer = get_answerer(llm, model=model, max_tokens=tokens)
+    answerer = answer_spec.answerer()
     vocabulary = {c.title for c in retriever.graph.concepts.values()}
     vocabulary |= {a for c in retriever.graph.concepts.values() for a in c.aliases}
     scored: dict[str, AnswerScore] = {}
@@ -119,7 +112,7 @@ def _answers(
                            "notes_read": result.run[method][q.id]}  # fmt: skip
         if progress:
             progress(f"answered {q.id}: {answer.text[:80]!r}")
-    return {f"{method} -> {llm}:{getattr(answerer, 'model', model)}": scored}
+    return {f"{method} -> {answer_spec.llm}:{answerer.model}": scored}
 
 
 def _agent(
@@ -129,23 +122,21 @@ def _agent(
     scores: dict[str, dict[str, AnswerScore]],
     costs: dict[str, dict[str, Any]],
     method: str,
-    llm: str,
-    model: str | None,
-    tokens: int,
-    steps: int,
-    prefetch: bool,
+    answer: AnswerSpec,
+    agent: AgentSpec,
     progress: Callable[[str], None] | None,
 ) -> dict[str, Any]:
     """The agent loop on the same questions, next to the single-shot answers (``eval/agent.py``)."""
     from eval.agent import compare, run_agent_answers
 
     spec = None  # the search tool's own default: what `vault2okf search` does with no options
-    agent_scores, runs = run_agent_answers(bundle, retriever, questions, llm=llm, model=model, tokens=tokens,
-                                           steps=steps, prefetch=prefetch, spec=spec, progress=progress)  # fmt: skip
+    agent_scores, runs = run_agent_answers(bundle, retriever, questions, answer=answer, agent=agent, spec=spec,
+                                           progress=progress)  # fmt: skip
     single = next(iter(scores.values()))
+    steps, prefetch = agent.steps, agent.prefetch
     config = {"single_shot": next(iter(scores)), "agent": f"agent[{steps} steps{', prefetch' if prefetch else ''}]",
-              "llm": llm, "model": model, "answer_tokens": tokens, "steps": steps, "prefetch": prefetch,
-              "single_shot_method": method}  # fmt: skip
+              "llm": answer.llm, "model": answer.model, "answer_tokens": answer.answer_tokens, "steps": steps,
+              "prefetch": prefetch, "single_shot_method": method}  # fmt: skip
     return compare(questions, single, costs, agent_scores, runs, config)
 
 

@@ -8,6 +8,7 @@ mean except the budget: they cost context like any other question.
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -157,3 +158,12 @@ def compare(per_q: Sequence[Mapping[str, Any]], pairs: Sequence[tuple[str, str]]
 def win_matrix(per_q: Sequence[Mapping[str, Any]], methods: Sequence[str]) -> dict[str, dict[str, int]]:
     """`matrix[a][b]` = number of questions where a has higher recall than b."""
     return {a: {b: len(wins(per_q, a, b)) for b in methods if b != a} for a in methods}
+
+
+def p50_p95(values: Sequence[float]) -> tuple[float, float]:
+    """The median and the 95th percentile (nearest rank: the value at ``round(0.95 * (n - 1))`` in order) of a
+    list of timings; ``(0.0, 0.0)`` for none."""
+    if not values:
+        return 0.0, 0.0
+    ordered = sorted(values)
+    return statistics.median(ordered), ordered[round(0.95 * (len(ordered) - 1))]

@@ -14,12 +14,12 @@ The question is embedded once; latencies exclude that embedding.
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from eval.golden import Question
+from eval.metrics import p50_p95
 from retriever.retrieve import DEFAULT_RANKER, DEFAULT_SPEC, Budget, Mode, Retrieval, Retriever, SearchSpec, Seeds
 
 DEFAULT = "default"  # the method that is what `search` and `ask` do with no options
@@ -112,11 +112,8 @@ def _spec(result: RunResult, method: Method, qid: str) -> SearchSpec:
 
 
 def _percentiles(values: list[float]) -> dict[str, float]:
-    if not values:
-        return {"p50": 0.0, "p95": 0.0}
-    ordered = sorted(values)
-    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-    return {"p50": round(statistics.median(ordered), 3), "p95": round(p95, 3)}
+    p50, p95 = p50_p95(values)
+    return {"p50": round(p50, 3), "p95": round(p95, 3)}
 
 
 def config_of(methods: Sequence[Method], extra: dict[str, Any]) -> dict[str, Any]:

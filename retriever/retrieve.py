@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from functools import cached_property
 from pathlib import Path
@@ -137,6 +137,12 @@ class Hit:
     tokens: int
     session_label: str | None = None
 
+    def to_json(self) -> dict[str, Any]:
+        """The hit without its text (`search --json`, `ask --json`'s `retrieved`)."""
+        data = asdict(self)
+        data.pop("text")
+        return data
+
 
 @dataclass(frozen=True)
 class Retrieval:
@@ -245,23 +251,23 @@ class Retriever:
             qvec = self.embed(question)
             timings["embed_ms"] = _ms(t)
         t = time.perf_counter()
-        first = self._vector(question, qvec, spec.vector_k, spec.seeds, dedup=spec.dedup)
+        match = spec.budget.match if spec.mode is not Mode.VECTOR else None
+        dense = self.table.nearest(qvec, max(_dense_k(spec.vector_k, spec.seeds, spec.dedup), match or 0))
+        first = self._vector(question, dense, spec.vector_k, spec.seeds, dedup=spec.dedup)
         timings["vector_ms"] = _ms(t)
         hits = first
         if spec.mode is not Mode.VECTOR:
             t = time.perf_counter()
-            hits = first + self._hop(question, qvec, first, spec, self._budget(question, qvec, spec))
+            hits = first + self._hop(question, qvec, first, spec, self._budget(dense, spec))
             timings["hop_ms"] = _ms(t)
         timings["retrieve_ms"] = round(sum(v for key, v in timings.items() if key != "embed_ms"), 3)
         ranker = None if spec.mode is Mode.VECTOR else spec.ranker
         return Retrieval(tuple(hits), spec.mode, spec.k, ranker, timings)
 
-    def _vector(self, question: str, qvec: np.ndarray, k: int, seeds: Seeds, *, dedup: bool = False) -> list[Hit]:
+    def _vector(self, question: str, dense: list[ChunkHit], k: int, seeds: Seeds, *, dedup: bool = False) -> list[Hit]:
+        """The vector stage's notes, from ``dense``: the nearest chunks, at least ``_dense_k`` of them, best first."""
         wide = k * 3 if dedup else k  # enough chunks to find k distinct notes
-        if seeds is Seeds.HYBRID:
-            chunks = self._hybrid(question, self.table.nearest(qvec, k * 3), wide)
-        else:
-            chunks = self.table.nearest(qvec, wide)
+        chunks = self._hybrid(question, dense[: k * 3], wide) if seeds is Seeds.HYBRID else dense[:wide]
         if dedup:
             chunks = _best_per_note(chunks, k)
         by_note: dict[str, list[ChunkHit]] = {}
@@ -300,12 +306,12 @@ class Retriever:
             session_label=c.session_label if c else None,
         )
 
-    def _budget(self, question: str, qvec: np.ndarray, spec: SearchSpec) -> Budget:
-        """The hop's budget for this question: ``spec.budget``, capped at vector@match's tokens when it asks so."""
+    def _budget(self, dense: list[ChunkHit], spec: SearchSpec) -> Budget:
+        """The hop's budget for this question: ``spec.budget``, capped at vector@match's tokens when it asks so
+        (the tokens of the ``match`` nearest chunks: a prefix of ``dense``, which holds at least that many)."""
         if spec.budget.match is None:
             return spec.budget
-        reference = self._vector(question, qvec, spec.budget.match, Seeds.DENSE)
-        return spec.budget.capped(sum(h.tokens for h in reference))
+        return spec.budget.capped(sum(c.tokens for c in dense[: spec.budget.match]))
 
     def _hop(self, question: str, qvec: np.ndarray, first: list[Hit], spec: SearchSpec, budget: Budget) -> list[Hit]:
         seeds = {h.note_id: h.score for h in first}
@@ -346,6 +352,11 @@ class Retriever:
             tokens += size
             added.append(self._make_hit(note, scores[note], Via.HOP, [(self.table.texts[row], size)]))
         return added
+
+
+def _dense_k(k: int, seeds: Seeds, dedup: bool) -> int:
+    """How many nearest chunks the vector stage reads: ``k``, or ``3k`` to fuse (hybrid) or to find k notes."""
+    return k * 3 if seeds is Seeds.HYBRID or dedup else k
 
 
 def _best_per_note(chunks: Sequence[ChunkHit], k: int) -> list[ChunkHit]:

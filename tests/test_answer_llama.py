@@ -194,7 +194,7 @@ INJECTION = (
 
 @pytest.mark.skipif(not VAULT.is_dir(), reason="the shared children-of-ash vault is not here")
 def test_injection_note_in_a_copied_vault_does_not_answer(tmp_path, minilm, monkeypatch):
-    from retriever.ask import ask
+    from retriever.answer.ask import ask
     from retriever.index import index_bundle
     from retriever.retrieve import Retriever, SearchSpec
     from vault2okf.convert import convert

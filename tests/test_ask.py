@@ -1,10 +1,10 @@
 """`ask`'s JSON and its terminal rendering of a structured answer (the answer records are built, not stubbed)."""
 
+from retriever.answer.ask import AskResult, context_notes
 from retriever.answer.base import Answer, Citation
-from retriever.ask import AskResult, context_notes
-from retriever.cli import render_sources
 from retriever.graph import Concept
 from retriever.retrieve import Hit, Mode, Retrieval, Via
+from vault2okf.cli.ask import render_sources
 
 HIT = Hit("Sessions/Session 3", "Session 3", "Sessions/Session 3.md", "concepts/Sessions/Session 3.md", 0.9,
           Via.VECTOR, "## Loot\nA map.", 5, "session 3, 2024-03-15")  # fmt: skip

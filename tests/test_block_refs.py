@@ -11,9 +11,9 @@ import duckdb
 import pytest
 from test_incremental import Twin
 
+from retriever.agent.tools import BundleTools
 from retriever.chunk import chunk_note
 from retriever.okf import concept_texts
-from retriever.tools import BundleTools
 from vault2okf.convert import convert
 from vault2okf.parse import Block, block_ref, parse_note
 from vault2okf.rewrite import anchor, block_anchor

@@ -29,14 +29,19 @@ NOTES = {
 QUESTION = "Who keeps the lighthouse on the cape?"
 # Modules a search must not import: the Chroma client (the saved table suffices), chunking (markdown-it), BM25
 # building (bm25s: the saved indexes suffice), the other commands (convert, the tools and MCP server, eval) and
-# FlagEmbedding's package __init__ (with its fine-tuning code: peft).
+# FlagEmbedding's package __init__ (with its fine-tuning code: peft), and the modules of the other commands.
 NOT_FOR_A_SEARCH = (
     "chromadb",
     "markdown_it",
     "bm25s",
     "vault2okf.convert",
-    "retriever.tools",
-    "retriever.mcp_server",
+    "vault2okf.cli.convert",
+    "vault2okf.cli.ask",
+    "vault2okf.cli.eval",
+    "vault2okf.cli.mcp",
+    "vault2okf.cli.watch",
+    "retriever.agent.tools",
+    "retriever.agent.mcp_server",
     "eval",
     "FlagEmbedding",
     "peft",

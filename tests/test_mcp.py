@@ -157,8 +157,8 @@ def test_bad_bundles_are_one_error_line_before_serving(tmp_path: Path, args: lis
 
 
 def test_link_health_fits_the_cap_and_says_where_the_rest_is(bundle: Path) -> None:
-    from retriever.mcp_server import Library
-    from retriever.tools import Limits
+    from retriever.agent.mcp_server import Library
+    from retriever.agent.tools import Limits
 
     full = Library([bundle]).link_health(None)
     assert full["broken"][0]["suggestions"] and "truncated" not in full

@@ -9,7 +9,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from retriever.tools import TOOL_SPECS, BundleTools
+from retriever.agent.tools import TOOL_SPECS, BundleTools
 from vault2okf.convert import convert
 from vault2okf.skill import RECIPES, property_keys, skill_text
 

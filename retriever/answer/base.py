@@ -93,14 +93,40 @@ class Answer:
         return bool(self.citations) and not self.not_found
 
 
+@dataclass(frozen=True)
+class AnswerSpec:
+    """How to answer: the backend, its model and the options it takes (the CLI's answer options build one)."""
+
+    llm: Backend = Backend.LLAMA
+    model: str | None = None  # a GGUF path for llama (else the default model), a model ID for bedrock
+    region: str | None = None  # bedrock only
+    profile: str | None = None  # bedrock only
+    gpu_layers: int = 0  # llama only
+    n_ctx: int = 8192  # llama only
+    answer_tokens: int = 512
+
+    def options(self) -> dict[str, Any]:
+        """The options `get_answerer` (and `agent.get_driver`) take for this backend."""
+        if self.llm == Backend.BEDROCK:
+            return {"region": self.region, "profile": self.profile, "max_tokens": self.answer_tokens}
+        from retriever.embed import verbose  # `vault2okf --verbose`: llama.cpp's log lines too
+
+        return {"n_gpu_layers": self.gpu_layers, "n_ctx": self.n_ctx, "max_tokens": self.answer_tokens,
+                "verbose": verbose()}  # fmt: skip
+
+    def answerer(self) -> Answerer:
+        """The answerer this spec describes (heavy imports happen only for its backend)."""
+        return get_answerer(self.llm, model=self.model, **self.options())
+
+
+OnToken = Callable[[str], None] | None  # gets each piece of the answer text as it is generated
+
+
 class Answerer(Protocol):
-    def answer(
-        self,
-        question: str,
-        notes: Sequence[ContextNote],
-        *,
-        on_token: Callable[[str], None] | None = None,
-    ) -> Answer: ...
+    model: str  # the name answers carry (`Answer.model`)
+    notice: str | None  # said to the person before the first answer (the tiny packaged model is in use)
+
+    def answer(self, question: str, notes: Sequence[ContextNote], *, on_token: OnToken = None) -> Answer: ...
 
 
 def check_answerer(name: str, *, model: str | None = None) -> None:

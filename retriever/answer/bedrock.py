@@ -7,13 +7,12 @@ parsed as JSON text the same way. Citations outside the context are dropped eith
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from retriever.answer.base import Answer, AnswerError, ContextNote
+from retriever.answer.base import Answer, AnswerError, ContextNote, OnToken
 from retriever.answer.prompt import DEFAULT_PER_NOTE_TOKENS, build_messages, note_headings
 from retriever.answer.structured import json_schema, parse
 
@@ -31,8 +30,11 @@ NO_REGION = (
 )
 
 
-class BedrockAnswerer:
-    """Grounded answers from a Bedrock model; `model_id` is the one string Bedrock knows the model by."""
+class BedrockModel:
+    """A Bedrock model behind Converse: its model ID, client and retries. The answerer and the agent loop's
+    Bedrock model (``retriever.agent.loop.BedrockAgent``) are built on it, so the client is made in one place."""
+
+    notice: str | None = None  # nothing to say before the first answer
 
     def __init__(
         self,
@@ -45,16 +47,34 @@ class BedrockAnswerer:
         max_retries: int = 4,
         base_delay: float = 0.5,
         sleep: Callable[[float], None] = time.sleep,
-        per_note_tokens: int = DEFAULT_PER_NOTE_TOKENS,
     ) -> None:
         self.model = model_id
-        self.max_tokens = max_tokens
-        self.temperature = temperature
-        self.max_retries = max_retries
-        self.base_delay = base_delay
-        self.per_note_tokens = per_note_tokens
-        self._sleep = sleep
+        self.max_tokens, self.temperature = max_tokens, temperature
+        self.max_retries, self.base_delay, self._sleep = max_retries, base_delay, sleep
         self._client = client if client is not None else make_client(region, profile)
+
+    def _converse(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Call Converse, backing off exponentially on throttling / unavailable / model-not-ready."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        for attempt in range(self.max_retries + 1):
+            try:
+                return self._client.converse(**request)
+            except ClientError as error:
+                if error_code(error) not in RETRYABLE or attempt == self.max_retries:
+                    raise explain(error, self.model, self.max_retries) from error
+                self._sleep(self.base_delay * 2**attempt)
+            except BotoCoreError as error:
+                raise explain(error, self.model, self.max_retries) from error
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
+class BedrockAnswerer(BedrockModel):
+    """Grounded answers from a Bedrock model; `model_id` is the one string Bedrock knows the model by."""
+
+    def __init__(self, model_id: str, *, per_note_tokens: int = DEFAULT_PER_NOTE_TOKENS, **options: Any) -> None:
+        super().__init__(model_id, **options)
+        self.per_note_tokens = per_note_tokens
 
     def request(self, question: str, notes: Sequence[ContextNote]) -> dict[str, Any]:
         """The Converse request for this question (public so its shape can be inspected)."""
@@ -69,13 +89,7 @@ class BedrockAnswerer:
             "toolConfig": {"tools": [{"toolSpec": spec}], "toolChoice": {"tool": {"name": TOOL}}},
         }
 
-    def answer(
-        self,
-        question: str,
-        notes: Sequence[ContextNote],
-        *,
-        on_token: Callable[[str], None] | None = None,
-    ) -> Answer:
+    def answer(self, question: str, notes: Sequence[ContextNote], *, on_token: OnToken = None) -> Answer:
         """Ask Converse; `on_token` (if given) gets the whole text at once: Converse is not streamed."""
         start = time.perf_counter()
         response = self._converse(self.request(question, notes))
@@ -83,38 +97,8 @@ class BedrockAnswerer:
         parsed = parse(reply, notes, {n.note_id: note_headings(n) for n in notes})
         if on_token is not None and parsed.text:
             on_token(parsed.text)
-        return Answer(
-            text=parsed.text,
-            citations=parsed.citations,
-            finish_reason=finish if parsed.valid else "invalid",
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
-            seconds=time.perf_counter() - start,
-            model=self.model,
-            not_found=parsed.not_found,
-            raw=reply if isinstance(reply, str) else json.dumps(reply, ensure_ascii=False),
-        )
-
-    def _converse(self, request: dict[str, Any]) -> dict[str, Any]:
-        return converse(self, request)
-
-
-def converse(caller: Any, request: dict[str, Any]) -> dict[str, Any]:
-    """Call Converse with ``caller``'s client, backing off exponentially on throttling / unavailable /
-    model-not-ready; ``caller`` has ``_client``, ``model``, ``max_retries``, ``base_delay`` and ``_sleep``
-    (the answerer here and the agent loop's Bedrock model)."""
-    from botocore.exceptions import BotoCoreError, ClientError
-
-    for attempt in range(caller.max_retries + 1):
-        try:
-            return caller._client.converse(**request)
-        except ClientError as error:
-            if error_code(error) not in RETRYABLE or attempt == caller.max_retries:
-                raise explain(error, caller.model, caller.max_retries) from error
-            caller._sleep(caller.base_delay * 2**attempt)
-        except BotoCoreError as error:
-            raise explain(error, caller.model, caller.max_retries) from error
-    raise AssertionError("unreachable")  # pragma: no cover
+        seconds = time.perf_counter() - start
+        return parsed.answer(reply, finish, (prompt_tokens, completion_tokens), seconds, self.model)
 
 
 def make_client(region: str | None, profile: str | None) -> Any:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from retriever.answer.base import Answer, AnswerError, ContextNote
+from retriever.answer.base import Answer, AnswerError, ContextNote, OnToken
 from retriever.answer.prompt import DEFAULT_PER_NOTE_TOKENS, build_messages, note_headings
 from retriever.answer.structured import AnswerStream, gbnf, parse
 from retriever.tokens import count_tokens
@@ -101,7 +101,28 @@ def resolve_model_path(model_path: str | Path | None) -> tuple[Path, str | None]
     return path, notice
 
 
-class LlamaAnswerer:
+class LlamaModel:
+    """A local GGUF: the file (and a notice when it is the tiny packaged model), the context, the threads. The
+    answerer and the agent loop's llama model (``retriever.agent.loop.LlamaAgent``) are built on it."""
+
+    def __init__(
+        self,
+        model_path: str | Path | None = None,
+        n_ctx: int = 8192,
+        n_gpu_layers: int = 0,
+        max_tokens: int = 512,
+        temperature: float = 0.0,
+        verbose: bool = False,
+        n_threads: int | None = None,
+        n_batch: int = 512,
+    ) -> None:
+        self.model_path, self.notice = resolve_model_path(model_path)
+        self.model = self.model_path.name
+        self.n_ctx, self.n_gpu_layers, self.max_tokens = n_ctx, n_gpu_layers, max_tokens
+        self.temperature, self.verbose, self.n_threads, self.n_batch = temperature, verbose, n_threads, n_batch
+
+
+class LlamaAnswerer(LlamaModel):
     """Grounded, structured answers from a local GGUF; `notice` is set when the tiny packaged model is used.
 
     `n_ctx` is the largest context the answerer will use; the context actually allocated fits the prompts
@@ -111,28 +132,17 @@ class LlamaAnswerer:
     def __init__(
         self,
         model_path: str | Path | None = None,
-        n_ctx: int = 8192,
-        n_gpu_layers: int = 0,
-        max_tokens: int = 512,
-        temperature: float = 0.0,
+        *,
         per_note_tokens: int = DEFAULT_PER_NOTE_TOKENS,
-        verbose: bool = False,
         n_threads: int | None = None,
         n_batch: int = 1024,
         repeat_penalty: float = REPEAT_PENALTY,
+        **options: Any,
     ) -> None:
-        self.model_path, self.notice = resolve_model_path(model_path)
+        super().__init__(model_path, n_threads=n_threads or default_threads(), n_batch=n_batch, **options)
         if self.notice:
             log.info(self.notice)
-        self.model = self.model_path.name
-        self.n_ctx = n_ctx
-        self.n_gpu_layers = n_gpu_layers
-        self.max_tokens = max_tokens
-        self.temperature = temperature
         self.per_note_tokens = per_note_tokens
-        self.verbose = verbose
-        self.n_threads = n_threads or default_threads()
-        self.n_batch = n_batch
         self.repeat_penalty = repeat_penalty
         self._llm: Any = None
         self.context_size = 0  # tokens of the context allocated now (0 before the first answer)
@@ -147,13 +157,7 @@ class LlamaAnswerer:
         render = gemma_prompt if self.prompt_style == "chat" else completion_prompt
         return render(*build_messages(question, notes, self.per_note_tokens))
 
-    def answer(
-        self,
-        question: str,
-        notes: Sequence[ContextNote],
-        *,
-        on_token: Callable[[str], None] | None = None,
-    ) -> Answer:
+    def answer(self, question: str, notes: Sequence[ContextNote], *, on_token: OnToken = None) -> Answer:
         """One structured answer; `on_token` gets the answer text as it is generated (never the JSON)."""
         if self._llm is None:  # first answer: size the context from an estimate, load once
             estimate = count_tokens(completion_prompt(*build_messages(question, notes, self.per_note_tokens)))
@@ -170,17 +174,8 @@ class LlamaAnswerer:
             rest = stream.finish(parsed.text)
             if rest:
                 on_token(rest)
-        return Answer(
-            text=parsed.text,
-            citations=parsed.citations,
-            finish_reason=finish if parsed.valid else "invalid",
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
-            seconds=time.perf_counter() - start,
-            model=self.model,
-            not_found=parsed.not_found,
-            raw=raw,
-        )
+        seconds = time.perf_counter() - start
+        return parsed.answer(raw, finish, (prompt_tokens, completion_tokens), seconds, self.model)
 
     def _context_for(self, prompt_tokens: int) -> int:
         need = prompt_tokens + self.max_tokens

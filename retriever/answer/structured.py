@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from retriever.answer.base import Citation, ContextNote
+from retriever.answer.base import Answer, Citation, ContextNote
 from retriever.answer.refusal import NOT_FOUND, not_found
 
 MAX_CITATIONS = 3
@@ -137,6 +137,23 @@ class Parsed:
     citations: tuple[Citation, ...]
     not_found: bool
     valid: bool  # the reply was a JSON object of the contract (after closing a cut-off one)
+
+    def answer(
+        self, reply: str | Mapping[str, Any], finish: str, tokens: tuple[int, int], seconds: float, model: str
+    ) -> Answer:
+        """The ``Answer`` of this parse of ``reply``: ``finish`` is the model's, or "invalid" when the reply broke
+        the contract; ``tokens`` are (prompt, completion); ``raw`` keeps the reply (a dict as JSON)."""
+        return Answer(
+            text=self.text,
+            citations=self.citations,
+            finish_reason=finish if self.valid else "invalid",
+            prompt_tokens=tokens[0],
+            completion_tokens=tokens[1],
+            seconds=seconds,
+            model=model,
+            not_found=self.not_found,
+            raw=reply if isinstance(reply, str) else json.dumps(reply, ensure_ascii=False),
+        )
 
 
 def parse(

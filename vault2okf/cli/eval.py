@@ -1,4 +1,4 @@
-"""Thin ``eval`` command; ``vault2okf/cli.py`` mounts it on the console command."""
+"""``vault2okf eval BUNDLE --golden SET``: retrieval (and answers) measured on a golden set; reports written."""
 
 from __future__ import annotations
 
@@ -35,13 +35,19 @@ def eval_cmd(
 ) -> None:
     """Compare vector top-k, graph walk and union on a golden set, at matched budgets; write reports."""
     from eval.harness import evaluate
+    from retriever.answer.base import AnswerSpec
 
+    agent_spec = None
+    if agent:  # the loop and its tools load only for --agent
+        from retriever.agent.loop import AgentSpec
+
+        agent_spec = AgentSpec(steps, prefetch)
     out_dir = out if out is not None else bundle / "reports"  # never the project's own reports/ by default
     paths, summary = evaluate(
-        bundle, golden, out_dir, stem or f"eval-{golden.stem}", rankers=rankers, answers=answers,
-        answer_method=answer_method, llm=llm, model=model, answer_tokens=answer_tokens,
-        progress=lambda msg: typer.echo(msg, err=True), agent=agent, steps=steps, prefetch=prefetch,
-        per_tier=per_tier,
+        bundle, golden, out_dir, stem or f"eval-{golden.stem}", rankers=rankers,
+        answer=AnswerSpec(llm, model, answer_tokens=answer_tokens) if answers else None,
+        answer_method=answer_method, agent=agent_spec,
+        progress=lambda msg: typer.echo(msg, err=True), per_tier=per_tier,
     )  # fmt: skip
     typer.echo(summary)
     for path in paths:

@@ -14,27 +14,17 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 import typer
 
-from retriever.answer.base import Answerer, Backend
-from retriever.ask import AskResult, ask
-from retriever.cli import (
-    ANSWER_TOKENS,
-    BUNDLE,
-    CHROMA_URL,
-    GPU_LAYERS,
-    LLM,
-    MODEL,
-    N_CTX,
-    PROFILE,
-    REGION,
-    _answer_options,
-    search_options,
-)
+from retriever.answer.ask import AskResult, ask
+from retriever.answer.base import Answerer, AnswerSpec
 from retriever.errors import RetrieverError
 from retriever.retrieve import Retrieval, Retriever, SearchSpec
+from vault2okf.cli.ask import say_notice
+from vault2okf.cli.options import BUNDLE, CHROMA_URL, answer_options, search_options
+from vault2okf.cli.search import hit_lines
 
 PROMPT = "> "
 HELP = "Enter a question, or /search QUESTION, /sources, /history, /help, /quit."
@@ -121,8 +111,8 @@ class ChatSession:
         return True
 
     def _hits(self, retrieval: Retrieval) -> None:
-        for rank, hit in enumerate(retrieval.hits, start=1):
-            self._print(f"{rank:>3}. {hit.score:7.3f}  {hit.via:<6} {hit.tokens:>5} tok  {hit.vault_path}")
+        for line in hit_lines(retrieval):
+            self._print(line)
 
     def _guarded(self, text: str, run: Callable[[str], None]) -> bool:
         try:
@@ -175,35 +165,27 @@ def _readline_history() -> None:
 
 
 @search_options
+@answer_options
 def chat_cmd(
     bundle: Path = BUNDLE,
-    llm: Backend = LLM,
-    model: str | None = MODEL,
-    region: str | None = REGION,
-    profile: str | None = PROFILE,
-    gpu_layers: int = GPU_LAYERS,
-    n_ctx: int = N_CTX,
-    answer_tokens: int = ANSWER_TOKENS,
     chroma_url: str | None = CHROMA_URL,
     verbose: bool = typer.Option(False, "--verbose", help="Let model libraries print their progress and logs."),
     *,
     spec: SearchSpec,
+    answer: AnswerSpec,
 ) -> None:
     """Ask many questions of BUNDLE in one session: the models and the index load once."""
-    from retriever.answer.base import check_answerer, get_answerer
+    from retriever.answer.base import check_answerer
 
     if verbose:
         os.environ["VAULT2OKF_VERBOSE"] = "1"
-    options: dict[str, Any] = _answer_options(llm, region, profile, gpu_layers, n_ctx, answer_tokens)  # + verbose
-    check_answerer(llm, model=model)  # a missing GGUF or model ID fails here, before any model loads
+    check_answerer(answer.llm, model=answer.model)  # a missing GGUF or model ID fails here, before any model loads
     started = time.perf_counter()
     retriever = Retriever.open(bundle, chroma_url=chroma_url)
     retriever.prepare(spec)
     retriever.embed("warm up")  # the first question pays no one-time set-up of the embedder
-    answerer = get_answerer(llm, model=model, **options)
-    notice = getattr(answerer, "notice", None)
-    if notice:
-        typer.echo(f"note: {notice}", err=True)
+    answerer = answer.answerer()  # after --verbose: llama.cpp's log lines too
+    say_notice(answerer.notice)
     notes, chunks = len(retriever.table.rows_of), len(retriever.table.ids)
     typer.echo(
         f"{bundle}: {notes} notes, {chunks} chunks, ready in {time.perf_counter() - started:.1f} s. {HELP}", err=True

@@ -1,4 +1,5 @@
-"""The console command ``vault2okf``: the composition root, the only module that imports every package.
+"""The console command ``vault2okf``: the composition root. This package (``vault2okf.cli``) is the only one
+that imports every package: one module per command, the options they share in ``options.py``.
 
 It holds the one error handler: a library error (each package's base exception) is printed as one line
 ``Error: <message>`` with exit status 1; usage errors (a bad option or argument) keep click's exit status 2.
@@ -14,7 +15,6 @@ import difflib
 import importlib
 import os
 import sys
-from collections.abc import Callable
 from typing import Any
 
 import typer
@@ -29,27 +29,9 @@ from vault2okf.errors import Vault2OkfError
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 VERBOSE_ENV = "VAULT2OKF_VERBOSE"  # the same switches as retriever.embed's (this module must not import it)
 DOWNLOAD_ENV = "VAULT2OKF_DOWNLOAD"
-
-
-def _watch() -> Callable[..., None]:
-    from retriever.embed import check_embedder
-    from retriever.index import index_bundle
-    from vault2okf.watch import watch_command
-
-    return watch_command(index_bundle, check_embedder)  # type: ignore[no-any-return]
-
-
-COMMANDS: dict[str, str | Callable[[], Callable[..., None]]] = {  # name: "module:function", or a factory
-    "convert": "vault2okf.commands:convert_cmd",
-    "links": "vault2okf.commands:links_cmd",
-    "index": "retriever.cli:index_cmd",
-    "search": "retriever.cli:search_cmd",
-    "ask": "retriever.cli:ask_cmd",
-    "chat": "retriever.chat:chat_cmd",
-    "eval": "eval.cli:eval_cmd",
-    "mcp": "retriever.mcp_server:mcp_cmd",
-    "watch": _watch,
-    "doctor": "vault2okf.commands:doctor_cmd",
+COMMANDS = {  # name: "module:function", each module in this package holding one command
+    name: f"vault2okf.cli.{name}:{name}_cmd"
+    for name in ("convert", "links", "index", "search", "ask", "chat", "eval", "mcp", "watch", "doctor")
 }
 SETTINGS: dict[str, Any] = {
     "add_completion": False,
@@ -60,12 +42,8 @@ SETTINGS: dict[str, Any] = {
 
 def _command(name: str) -> Any:
     """The click command of ``name``, its module imported now."""
-    target = COMMANDS[name]
-    if isinstance(target, str):
-        module, function = target.split(":")
-        callback = getattr(importlib.import_module(module), function)
-    else:
-        callback = target()
+    module, function = COMMANDS[name].split(":")
+    callback = getattr(importlib.import_module(module), function)
     one = typer.Typer(**SETTINGS)
     one.command(name)(callback)
     return typer.main.get_command(one)

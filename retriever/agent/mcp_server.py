@@ -1,6 +1,6 @@
 """``vault2okf mcp BUNDLE [BUNDLE ...]``: a read-only MCP server (stdio) over one or more bundles.
 
-It adds nothing of its own to the tool layer (``retriever.tools``): each tool is a ``BundleTools`` method with a
+It adds nothing of its own to the tool layer (``retriever.agent.tools``): each tool is a ``BundleTools`` method with a
 ``bundle`` argument (needed only when more than one bundle is served), plus ``list_bundles`` and
 ``link_health``. ``SKILL.md``, the link-health report and every concept doc are resources, read from the
 bundle's files. Nothing it serves writes: the database is opened read-only and locked down, resources are
@@ -10,16 +10,13 @@ read as files, and no tool takes a path.
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote
 
-import typer
-
+from retriever.agent.tools import TOOL_SPECS, BundleTools, Limits, ToolError
 from retriever.errors import RetrieverError
-from retriever.tools import TOOL_SPECS, BundleTools, Limits, ToolError
 
 INSTRUCTIONS = (
     "Read-only tools over Obsidian vaults converted to Open Knowledge Format bundles. Start with schema or "
@@ -193,24 +190,19 @@ def resource_uri(bundle: str, rel: str) -> str:
     return f"okf://{quote(bundle, safe='')}/{quote(rel)}"
 
 
-def serve(bundles: Sequence[Path], *, chroma_url: str | None = None) -> None:
-    """Check every bundle, then serve them over stdio until the client closes the connection."""
+def open_library(bundles: Sequence[Path], *, chroma_url: str | None = None) -> Library:
+    """The bundles to serve, each checked; the MCP SDK must be installed."""
     try:
         import mcp  # noqa: F401
     except ImportError as e:
         raise RetrieverError("the MCP server needs the 'serve' extra: pip install 'vault2okf[serve]'") from e
-    library = Library(bundles, chroma_url=chroma_url)
-    for name, tools in library.tools.items():
-        if _describe(name, tools)["search"].startswith("not indexed"):
-            print(f"note: {name} has no index: run `vault2okf index {tools.bundle}` for search", file=sys.stderr)
-    build_server(library).run("stdio")
+    return Library(bundles, chroma_url=chroma_url)
 
 
-def mcp_cmd(
-    bundles: list[Path] = typer.Argument(
-        ..., metavar="BUNDLE...", help="Bundles written by `vault2okf convert` (indexed for search)."
-    ),
-    chroma_url: str | None = typer.Option(None, "--chroma-url", help="A Chroma server instead of each bundle's."),
-) -> None:
-    """Serve BUNDLES read-only over MCP (stdio): search, read_note, neighbours, sql, schema, link_health."""
-    serve(bundles, chroma_url=chroma_url)
+def unindexed(library: Library) -> list[str]:
+    """What to say of each served bundle that has no index: search is unavailable there."""
+    return [
+        f"{name} has no index: run `vault2okf index {tools.bundle}` for search"
+        for name, tools in library.tools.items()
+        if _describe(name, tools)["search"].startswith("not indexed")
+    ]

@@ -1,6 +1,6 @@
 """``ask --agent``: the model searches the bundle itself, through the tool layer, then answers.
 
-One loop for both backends. Each step the model either calls one of the tools of ``retriever.tools`` or gives
+One loop for both backends. Each step the model either calls one of the tools of ``retriever.agent.tools`` or gives
 the final, structured answer (``{answer, citations: [{note_id, heading}], not_found}``, the answer stage's
 contract). The loop stops on a final answer, when the step budget (``steps`` tool calls) is spent, or on a
 call it has already made (same tool, same arguments); in the last two cases the model must answer from what it
@@ -30,11 +30,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from retriever.answer.base import Answer, AnswerError, Backend, ContextNote, check_answerer
+from retriever.agent.tools import TOOL_SPECS, BundleTools, ToolResult, iter_specs, tool_call_schema
+from retriever.answer.base import Answer, AnswerError, AnswerSpec, Backend, ContextNote, check_answerer
+from retriever.answer.bedrock import FINISH, BedrockModel
+from retriever.answer.llama import LlamaModel
 from retriever.answer.prompt import QUOTE, neutralise
 from retriever.answer.refusal import NOT_FOUND
 from retriever.answer.structured import KEYS, MAX_ANSWER_CHARS, MAX_CITATIONS, json_schema, parse
-from retriever.tools import TOOL_SPECS, BundleTools, ToolResult, iter_specs, tool_call_schema
 
 DEFAULT_STEPS = 5
 ANSWER_TOOL = "answer"
@@ -58,6 +60,14 @@ BUDGET_SPENT = "the step budget of {steps} tool calls is spent: give the final a
 REPEATED = "you already called {tool} with these arguments: give the final answer now, from what the tools returned"
 QUERY_CHARS = 120  # a local model's search query: longer ones are where a small model starts to loop
 ANSWER_DESCRIPTION = "Give the final answer, citing the notes of the tool results it comes from."
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """How the loop runs: at most ``steps`` tool calls, and whether it starts from the search of the question."""
+
+    steps: int = DEFAULT_STEPS
+    prefetch: bool = False
 
 
 @dataclass(frozen=True)
@@ -108,6 +118,7 @@ class Driver(Protocol):
     """A model behind the loop (``LlamaAgent``, ``BedrockAgent``)."""
 
     model: str
+    notice: str | None  # said to the person before the loop starts (the tiny packaged model is in use)
 
     def start(self, question: str) -> None: ...
 
@@ -267,17 +278,7 @@ def run_agent(
     if parsed.citations and parsed.text.strip().casefold() == NOT_FOUND:  # the refusal is exact: nothing to cite
         parsed = replace(parsed, citations=(), not_found=True)
     seconds = time.perf_counter() - start
-    answer = Answer(
-        text=parsed.text,
-        citations=parsed.citations,
-        finish_reason=decision.finish if parsed.valid else "invalid",
-        prompt_tokens=usage.prompt,
-        completion_tokens=usage.completion,
-        seconds=seconds,
-        model=driver.model,
-        not_found=parsed.not_found,
-        raw=reply if isinstance(reply, str) else json.dumps(reply, ensure_ascii=False),
-    )
+    answer = parsed.answer(reply, decision.finish, (usage.prompt, usage.completion), seconds, driver.model)
     paths = tools.vault_paths(n.note_id for n in context)
     return AgentResult(question, answer, tuple(calls), stop, usage, seconds, tuple(context), paths)
 
@@ -362,30 +363,15 @@ def step_schema(seen: Seen, *, final: bool) -> dict[str, Any]:
 # -- llama.cpp ----------------------------------------------------------------------------------------------------
 
 
-class LlamaAgent:
+class LlamaAgent(LlamaModel):
     """The loop's model: a local GGUF through llama-cpp-python, one grammar-constrained JSON object per step.
 
     The transcript is re-sent each step; llama-cpp-python keeps the evaluated prefix, so a step costs its new
     tokens. A result that would overflow ``n_ctx`` is left out (oldest first) and the model is told so.
     """
 
-    def __init__(
-        self,
-        model_path: str | Path | None = None,
-        n_ctx: int = 8192,
-        n_gpu_layers: int = 0,
-        max_tokens: int = 512,
-        temperature: float = 0.0,
-        verbose: bool = False,
-        n_threads: int | None = None,
-        n_batch: int = 512,
-    ) -> None:
-        from retriever.answer.llama import resolve_model_path
-
-        self.model_path, self.notice = resolve_model_path(model_path)
-        self.model = self.model_path.name
-        self.n_ctx, self.n_gpu_layers, self.max_tokens = n_ctx, n_gpu_layers, max_tokens
-        self.temperature, self.verbose, self.n_threads, self.n_batch = temperature, verbose, n_threads, n_batch
+    def __init__(self, model_path: str | Path | None = None, **options: Any) -> None:
+        super().__init__(model_path, **options)
         self._llm: Any = None
         self.question = ""
         self.turns: list[tuple[str, str]] = []  # (the call as the model wrote it, the result as it reads it)
@@ -520,27 +506,11 @@ def _json_object(text: str) -> dict[str, Any] | None:
 # -- Bedrock ------------------------------------------------------------------------------------------------------
 
 
-class BedrockAgent:
+class BedrockAgent(BedrockModel):
     """The loop's model on Bedrock: Converse with the tools and the ``answer`` tool in ``toolConfig``."""
 
-    def __init__(
-        self,
-        model_id: str,
-        region: str | None = None,
-        profile: str | None = None,
-        max_tokens: int = 512,
-        temperature: float = 0.0,
-        client: Any | None = None,
-        max_retries: int = 4,
-        base_delay: float = 0.5,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        from retriever.answer.bedrock import make_client
-
-        self.model = model_id
-        self.max_tokens, self.temperature = max_tokens, temperature
-        self.max_retries, self.base_delay, self._sleep = max_retries, base_delay, sleep
-        self._client = client if client is not None else make_client(region, profile)
+    def __init__(self, model_id: str, **options: Any) -> None:
+        super().__init__(model_id, **options)
         self.messages: list[dict[str, Any]] = []
 
     def start(self, question: str) -> None:
@@ -576,8 +546,6 @@ class BedrockAgent:
         }
 
     def decide(self, seen: Seen, *, final: bool) -> Decision:
-        from retriever.answer.bedrock import FINISH
-
         response = self._converse(self.request(seen, final=final))
         message = response.get("output", {}).get("message", {"role": "assistant", "content": []})
         self.messages.append(message)
@@ -594,20 +562,13 @@ class BedrockAgent:
         calls = tuple((u["toolUseId"], u["name"], dict(u.get("input") or {})) for u in uses)
         return Decision(calls=calls, raw=text, **tokens)
 
-    def _converse(self, request: dict[str, Any]) -> dict[str, Any]:
-        from retriever.answer.bedrock import converse
 
-        return converse(self, request)
-
-
-def get_driver(name: str, *, model: str | None = None, **opts: Any) -> Driver:
-    """The ``llama`` or ``bedrock`` model of the loop; options as ``get_answerer`` takes them."""
-    check_answerer(name, model=model)
-    if name == Backend.LLAMA:
-        keep = {k: v for k, v in opts.items() if k in ("n_ctx", "n_gpu_layers", "max_tokens", "verbose", "n_threads")}
-        return LlamaAgent(model, **keep)
-    keep = {k: v for k, v in opts.items() if k in ("region", "profile", "max_tokens", "client")}
-    return BedrockAgent(model or "", **keep)
+def get_driver(answer: AnswerSpec) -> Driver:
+    """The ``llama`` or ``bedrock`` model of the loop, built with the answerer's options."""
+    check_answerer(answer.llm, model=answer.model)
+    if answer.llm == Backend.LLAMA:
+        return LlamaAgent(answer.model, **answer.options())
+    return BedrockAgent(answer.model or "", **answer.options())
 
 
 def trace_lines(result: AgentResult) -> Iterable[str]:
@@ -633,34 +594,13 @@ def ask_agent(
     question: str,
     retriever: Any,
     spec: Any,
-    *,
-    llm: str,
-    model: str | None,
-    options: Mapping[str, Any],
-    steps: int,
-    prefetch: bool,
-    as_json: bool,
+    driver: Driver,
+    agent: AgentSpec,
+    on_call: Callable[[Call], None] | None = None,
 ) -> AgentResult:
-    """``ask --agent``: run the loop with the CLI's search options and print the answer (or the JSON)."""
-    import typer
-
-    from retriever.cli import render_sources
-
+    """``ask --agent``: the loop over the bundle's tools, searching with the command's open retriever and spec."""
     tools = BundleTools(bundle, spec=spec, retriever=retriever)
-    driver = get_driver(llm, model=model, **options)
-    notice = getattr(driver, "notice", None)
-    if notice:
-        typer.echo(f"note: {notice}", err=True)
-    show = None if as_json else (lambda call: typer.echo(next(iter(trace_lines_of([call]))), err=True))
     try:
-        result = run_agent(question, tools, driver, steps=steps, prefetch=prefetch, on_call=show)
+        return run_agent(question, tools, driver, steps=agent.steps, prefetch=agent.prefetch, on_call=on_call)
     finally:
         tools.close()
-    if as_json:
-        typer.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
-        return result
-    typer.echo(result.answer.text)
-    for line in render_sources(result.answer):
-        typer.echo(line)
-    typer.echo(list(trace_lines(result))[-1], err=True)
-    return result

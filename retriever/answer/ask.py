@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from retriever.answer.base import Answer, Answerer, ContextNote
-from retriever.retrieve import Hit, Retrieval
+from retriever.retrieve import Retrieval
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ class AskResult:
             "not_found": self.answer.not_found,
             "supported": self.answer.supported,
             "citations": [{**c.to_json(), "ref": c.ref} for c in self.answer.citations],
-            "retrieved": [hit_json(h) for h in self.retrieval.hits],
+            "retrieved": [h.to_json() for h in self.retrieval.hits],
             "retrieval": {
                 "mode": self.retrieval.mode,
                 "k": self.retrieval.k,
@@ -38,12 +38,6 @@ class AskResult:
             "tokens": {"prompt": self.answer.prompt_tokens, "completion": self.answer.completion_tokens},
             "timings_ms": self.timings,
         }
-
-
-def hit_json(hit: Hit) -> dict[str, Any]:
-    data = asdict(hit)
-    data.pop("text")
-    return data
 
 
 def context_notes(retrieval: Retrieval, concepts: Mapping[str, Any] | None = None) -> list[ContextNote]:

@@ -1,0 +1,110 @@
+"""``vault2okf ask BUNDLE QUESTION``: an answer from the notes, citing them; with ``--agent`` the model searches."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import typer
+
+from retriever.answer.base import Answer, AnswerSpec
+from retriever.retrieve import Retriever, SearchSpec
+from vault2okf.cli.options import BUNDLE, CHROMA_URL, QUESTION, answer_options, check_question, search_options
+
+
+@search_options
+@answer_options
+def ask_cmd(
+    bundle: Path = BUNDLE,
+    question: str = QUESTION,
+    chroma_url: str | None = CHROMA_URL,
+    as_json: bool = typer.Option(False, "--json", help="Answer, citations, retrieved notes, timings as JSON."),
+    agent: bool = typer.Option(
+        False, "--agent", help="Let the model call the bundle's tools (search, read_note, neighbours, sql, schema)."
+    ),
+    steps: int = typer.Option(5, "--steps", min=0, help="With --agent: most tool calls before it must answer."),
+    prefetch: bool = typer.Option(
+        False, "--prefetch", help="With --agent: start from the search of the question, as if the model called it."
+    ),
+    *,
+    spec: SearchSpec,
+    answer: AnswerSpec,
+) -> None:
+    """Answer QUESTION from the notes, citing them; says 'not found in the vault' when they do not hold it."""
+    from retriever.answer.ask import ask
+    from retriever.answer.base import check_answerer
+
+    check_question(question)
+    if prefetch and not agent:
+        raise typer.BadParameter("--prefetch is for the agent loop: add --agent", param_hint="'--prefetch'")
+    check_answerer(answer.llm, model=answer.model)  # a missing GGUF or model ID fails here, before any model loads
+    retriever = Retriever.open(bundle, chroma_url=chroma_url)
+    retriever.prepare(spec)
+    if agent:  # retriever/agent/loop.py: the model calls the tool layer, then answers from what it returned
+        _ask_agent(bundle, question, retriever, spec, answer, steps=steps, prefetch=prefetch, as_json=as_json)
+        return
+    answerer = answer.answerer()
+    say_notice(answerer.notice)
+    stream = None if as_json else _print_token
+    concepts = retriever.graph.concepts
+    result = ask(question, lambda q: retriever.search(q, spec), answerer, on_token=stream, concepts=concepts)
+    if as_json:
+        typer.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
+        return
+    typer.echo("")
+    for line in render_sources(result.answer):
+        typer.echo(line)
+    for hit in result.retrieval.hits:
+        typer.echo(f"  [{hit.via}] {hit.title} ({hit.doc_path})", err=True)
+
+
+def _ask_agent(
+    bundle: Path,
+    question: str,
+    retriever: Retriever,
+    spec: SearchSpec,
+    answer: AnswerSpec,
+    *,
+    steps: int,
+    prefetch: bool,
+    as_json: bool,
+) -> None:
+    """``ask --agent``: the loop with the command's search options; the trace on stderr, then the answer."""
+    from retriever.agent.loop import AgentSpec, ask_agent, get_driver, trace_lines, trace_lines_of
+
+    driver = get_driver(answer)
+    say_notice(driver.notice)
+    show = None if as_json else (lambda call: typer.echo(next(iter(trace_lines_of([call]))), err=True))
+    result = ask_agent(bundle, question, retriever, spec, driver, AgentSpec(steps, prefetch), on_call=show)
+    if as_json:
+        typer.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
+        return
+    typer.echo(result.answer.text)
+    for line in render_sources(result.answer):
+        typer.echo(line)
+    typer.echo(list(trace_lines(result))[-1], err=True)
+
+
+def render_sources(answer: Answer) -> list[str]:
+    """What follows the streamed answer text: the "Sources" list, or why there is none."""
+    if answer.not_found:
+        return []
+    if not answer.citations:
+        return ["", "(unsupported: this answer cites no note of its context — do not rely on it)"]
+    lines = ["", "Sources:"]
+    for number, c in enumerate(answer.citations, start=1):
+        anchor = f"#{c.heading}" if c.heading else ""
+        lines.append(f"  [{number}] {c.label} — {c.path}{anchor}")
+    return lines
+
+
+def say_notice(notice: str | None) -> None:
+    """A model's notice (the tiny packaged model is in use), on stderr."""
+    if notice:
+        typer.echo(f"note: {notice}", err=True)
+
+
+def _print_token(token: str) -> None:
+    sys.stdout.write(token)
+    sys.stdout.flush()

@@ -1,0 +1,42 @@
+"""``vault2okf convert VAULT -o BUNDLE``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from vault2okf.cli.options import CONFIG, FORCE, VAULT
+from vault2okf.convert import convert
+
+
+def convert_cmd(
+    vault: Path = VAULT,
+    out: Path = typer.Option(..., "-o", "--out", help="The bundle folder to write (replaced atomically)."),
+    config: Path | None = CONFIG,
+    force: bool = FORCE,
+    full: bool = typer.Option(
+        False, "--full", help="Convert every note again, ignoring what the last convert of OUT left (its cache)."
+    ),
+) -> None:
+    """Convert VAULT into an OKF bundle with a link-health report and okf.duckdb.
+
+    A bundle converted before is updated: only the notes that changed (and those whose links they change)
+    are converted again; the result is the bundle a full convert writes."""
+    result = convert(vault, out, config_path=config, force=force, full=full)
+    for notice in result.notices:
+        typer.echo(f"note: {notice}", err=True)
+    t = result.totals
+    s, u = t["by_status"], t["unique_targets"]
+    if result.unchanged:
+        done = "nothing changed since the last convert; bundle left as it was"
+    elif result.reused:
+        done = f"{result.notes - result.reused} converted, {result.reused} unchanged"
+    else:
+        done = "all converted"
+    typer.echo(
+        f"{result.notes} notes, {result.links} links -> {result.out} in {result.seconds:.2f}s ({done})\n"
+        f"broken {s['broken']} ({u['broken']} targets), ambiguous {s['ambiguous']} ({u['ambiguous']} targets), "
+        f"alias-only {s['alias']}, overridden {s['overridden']}, excluded {s['excluded']}, missing attachments "
+        f"{s['missing_attachment']}; report: {result.out / 'link-health.html'}"
+    )

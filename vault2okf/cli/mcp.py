@@ -1,0 +1,22 @@
+"""``vault2okf mcp BUNDLE [BUNDLE ...]``: the bundles served read-only over MCP (``retriever.agent.mcp_server``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+
+def mcp_cmd(
+    bundles: list[Path] = typer.Argument(
+        ..., metavar="BUNDLE...", help="Bundles written by `vault2okf convert` (indexed for search)."
+    ),
+    chroma_url: str | None = typer.Option(None, "--chroma-url", help="A Chroma server instead of each bundle's."),
+) -> None:
+    """Serve BUNDLES read-only over MCP (stdio): search, read_note, neighbours, sql, schema, link_health."""
+    from retriever.agent.mcp_server import build_server, open_library, unindexed
+
+    library = open_library(bundles, chroma_url=chroma_url)
+    for line in unindexed(library):
+        typer.echo(f"note: {line}", err=True)
+    build_server(library).run("stdio")

@@ -1,0 +1,102 @@
+"""The options more than one command takes, each declared once.
+
+Plain arguments and options are values (``BUNDLE``, ``VAULT`` ...). The search options and the answer options
+are decorators: ``@search_options`` gives a command the search options, which reach it as one ``spec:
+SearchSpec`` keyword argument; ``@answer_options`` does the same for the answerer (``answer: AnswerSpec``).
+The retriever is imported only when a decorator is applied, so ``convert`` and ``links`` do not load it.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import typer
+
+VAULT = typer.Argument(..., help="The Obsidian vault folder (read only, never modified).")
+CONFIG = typer.Option(None, "--config", help="A vault2okf.toml (default: VAULT/vault2okf.toml).")
+FORCE = typer.Option(False, "--force", help="Replace a bundle holding files vault2okf did not write.")
+BUNDLE = typer.Argument(..., help="A bundle written by `vault2okf convert`.")
+QUESTION = typer.Argument(..., help="The question.")
+CHROMA_URL = typer.Option(None, "--chroma-url", help="A Chroma server (http://host:port) instead of the bundle's.")
+
+Option = tuple[str, Any, Any]  # parameter name, type, typer.Option
+
+
+def search_options(command: Callable[..., None]) -> Callable[..., None]:
+    """Give ``command`` the search options; they reach it as one ``spec: SearchSpec`` keyword argument."""
+    from retriever.rankers import RankerName
+    from retriever.retrieve import DEFAULT_SPEC as D  # every default is the default search's
+    from retriever.retrieve import Budget, Mode, SearchSpec, Seeds
+
+    options: Sequence[Option] = (
+        ("mode", Mode, typer.Option(D.mode, "--mode", help="vector | graph (k=5 seeds + hop) | union (vector + hop).")),
+        ("k", int, typer.Option(D.k, "--k", min=1, help="Chunks from vector search (graph mode always seeds from 5).")),
+        ("max_notes", int, typer.Option(D.budget.notes, "--max-notes", min=1, help="Most notes of context.")),
+        ("max_tokens", int, typer.Option(D.budget.tokens, "--max-tokens", min=1, help="Most tokens of context.")),
+        ("match_vector", int, typer.Option(D.budget.match or 0, "--match-vector", min=0,
+            help="Cap the hop at what vector search at this k spends on the question (0: no such cap).")),
+        ("ranker", RankerName, typer.Option(D.ranker, "--ranker", help="How the hop ranks neighbours.")),
+        ("seeds", Seeds, typer.Option(D.seeds, "--seeds", help="Vector stage: dense, or hybrid (dense + BM25).")),
+        ("dedup", bool, typer.Option(D.dedup, "--dedup/--no-dedup", help="Vector stage takes k notes, not k chunks.")),
+        ("sessions", bool, typer.Option(
+            D.sessions, "--sessions/--no-sessions", help="Offer the previous/next session of a retrieved session.")),
+        ("mentions", bool, typer.Option(
+            D.mentions, "--mentions/--no-mentions", help="Offer the sessions that name or link a retrieved note.")),
+        ("named", bool, typer.Option(D.named, "--named/--no-named", help="Offer the notes the question names.")),
+    )  # fmt: skip
+
+    def spec(values: dict[str, Any]) -> SearchSpec:
+        budget = Budget(values.pop("max_notes"), values.pop("max_tokens"), values.pop("match_vector") or None)
+        return SearchSpec(**values, budget=budget)
+
+    return with_options(command, "spec", options, spec)
+
+
+def answer_options(command: Callable[..., None]) -> Callable[..., None]:
+    """Give ``command`` the answer options (``ask``, ``chat``); they reach it as one ``answer: AnswerSpec``."""
+    from retriever.answer.base import AnswerSpec, Backend
+
+    options: Sequence[Option] = (
+        ("llm", Backend, typer.Option(
+            Backend.LLAMA, "--llm", help="llama (local Gemma GGUF) or bedrock (AWS Converse).")),
+        ("model", str | None, typer.Option(None, "--model", help="GGUF path for llama; model ID for bedrock.")),
+        ("region", str | None, typer.Option(None, "--region", help="AWS region for bedrock (else AWS_REGION).")),
+        ("profile", str | None, typer.Option(None, "--profile", help="AWS profile for bedrock (else AWS_PROFILE).")),
+        ("gpu_layers", int, typer.Option(
+            0, "--gpu-layers", help="Layers to offload (llama.cpp built with Vulkan; -1 = all).")),
+        ("n_ctx", int, typer.Option(8192, "--n-ctx", min=256, help="llama.cpp context window in tokens.")),
+        ("answer_tokens", int, typer.Option(512, "--answer-tokens", min=1, help="Most tokens in the answer.")),
+    )  # fmt: skip
+
+    def spec(values: dict[str, Any]) -> AnswerSpec:
+        return AnswerSpec(**values)
+
+    return with_options(command, "answer", options, spec)
+
+
+def with_options(
+    command: Callable[..., None], name: str, options: Sequence[Option], build: Callable[[dict[str, Any]], Any]
+) -> Callable[..., None]:
+    """``command`` with ``options`` after its arguments; their values reach it built into one keyword ``name``."""
+    own = [p for p in inspect.signature(command, eval_str=True).parameters.values() if p.name != name]
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    added = [inspect.Parameter(option, keyword, default=opt, annotation=t) for option, t, opt in options]
+    arguments = [p for p in own if isinstance(p.default, typer.models.ArgumentInfo)]
+    params = [*arguments, *added, *(p for p in own if p not in arguments)]
+
+    @functools.wraps(command)
+    def with_spec(**values: Any) -> None:
+        built = build({option: values.pop(option) for option, _, _ in options})
+        command(**values, **{name: built})
+
+    with_spec.__signature__ = inspect.Signature([p.replace(kind=keyword) for p in params])  # type: ignore[attr-defined]
+    with_spec.__annotations__ = {p.name: p.annotation for p in params}
+    return with_spec
+
+
+def check_question(question: str) -> None:
+    if not question.strip():
+        raise typer.BadParameter("the question is empty: ask something", param_hint="'QUESTION'")

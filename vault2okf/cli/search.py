@@ -1,0 +1,44 @@
+"""``vault2okf search BUNDLE QUESTION``: the notes a question retrieves, with score, via and tokens."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from retriever.retrieve import Retrieval, Retriever, SearchSpec
+from vault2okf.cli.options import BUNDLE, CHROMA_URL, QUESTION, check_question, search_options
+
+
+@search_options
+def search_cmd(
+    bundle: Path = BUNDLE,
+    question: str = QUESTION,
+    chroma_url: str | None = CHROMA_URL,
+    as_json: bool = typer.Option(False, "--json", help="Print hits as JSON."),
+    *,
+    spec: SearchSpec,
+) -> None:
+    """Retrieve the notes for QUESTION: each with score, via (vector | hop) and tokens."""
+    check_question(question)
+    retriever = Retriever.open(bundle, chroma_url=chroma_url)
+    retriever.prepare(spec)
+    retrieval = retriever.search(question, spec)
+    if as_json:
+        payload = {"question": question, "mode": retrieval.mode, "k": spec.k, "ranker": retrieval.ranker,
+                   "notes": retrieval.notes, "tokens": retrieval.tokens, "timings_ms": retrieval.timings,
+                   "hits": [h.to_json() for h in retrieval.hits]}  # fmt: skip
+        typer.echo(json.dumps(payload, indent=2, ensure_ascii=False))
+        return
+    for line in hit_lines(retrieval):
+        typer.echo(line)
+    typer.echo(f"{retrieval.notes} notes, {retrieval.tokens} tokens, {retrieval.timings.get('retrieve_ms', 0):.1f} ms")
+
+
+def hit_lines(retrieval: Retrieval) -> list[str]:
+    """One line per hit: rank, score, via, tokens, vault path (``search`` and chat's ``/search``)."""
+    return [
+        f"{rank:>3}. {hit.score:7.3f}  {hit.via:<6} {hit.tokens:>5} tok  {hit.vault_path}"
+        for rank, hit in enumerate(retrieval.hits, start=1)
+    ]

@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -138,6 +139,55 @@ def test_sql_values_are_json_and_cells_are_capped(bundle: Path) -> None:
     assert row[1] == [] and row[2] is None
     assert len(row[3]) == 40 and row[3].endswith("…")
     json.dumps(result)
+
+
+def _python_peak(call: Any) -> int:
+    """Peak bytes Python allocated during ``call`` (DuckDB's own memory is capped by its memory_limit)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        call()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "SELECT range({n}) AS r",  # one row holding a list of n numbers
+        "SELECT [range({n})] AS r",  # a list nested in a list
+        "SELECT repeat('x', {n}) AS s",  # one huge string
+        "SELECT {{'a': range({n})}} AS s",  # a struct holding a list
+        "SELECT list_transform(range({n}), lambda x: 'name ' || x) AS names",  # a list of strings
+    ],
+)
+def test_sql_values_are_capped_before_they_become_python(bundle: Path, template: str) -> None:
+    """Issue 26, point 3: 10x more data in a value costs no more than the cap (it was 2 GB for range(20M))."""
+    tools = BundleTools(bundle)
+    small = _python_peak(lambda: tools.sql(template.format(n=100_000)))
+    big = _python_peak(lambda: tools.sql(template.format(n=1_000_000)))
+    assert big < 2 * small + 200_000, (small, big)
+    result = tools.sql(template.format(n=1_000_000))
+    assert len(json.dumps(result)) <= tools.limits.max_chars + 2_000
+
+
+def test_sql_lists_show_their_first_items_as_before(tools: BundleTools) -> None:
+    (row,) = tools.sql("SELECT range(1000) AS r, ['a', 'b'] AS s, [[1, 2], [3]] AS n")["rows"]
+    assert row[0] == list(range(50)) and row[1] == ["a", "b"]
+    assert row[2] in ([[1, 2], [3]], "[[1, 2], [3]]")  # nested lists: as values, or as their text
+
+
+def test_fifty_parallel_sql_calls_all_answer(bundle: Path) -> None:
+    """Issue 26, point 4: the statement was parsed outside the lock, and 5 of 20 parallel calls failed."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    tools = BundleTools(bundle)
+    with ThreadPoolExecutor(max_workers=50) as pool:
+        results = list(pool.map(lambda i: tools.sql(f"SELECT {i} AS i, count(*) AS n FROM concepts"), range(50)))
+    assert [r["rows"][0][0] for r in results] == list(range(50))
+    assert len({r["rows"][0][1] for r in results}) == 1
 
 
 @pytest.mark.parametrize("cap", [1500, 3000])

@@ -311,7 +311,12 @@ class BundleTools:
                 if relation is None:
                     raise ToolError("the statement returned no rows: write a SELECT")
                 columns, types = list(relation.columns), [str(t) for t in relation.types]
-                rows = relation.limit(lim.sql_rows + 1).fetchall()
+                # Rows and every value capped inside DuckDB (under its memory limit and the timer), so what
+                # becomes Python is at most sql_rows x columns x cell_chars: `SELECT range(20000000)` is one row.
+                cells = ", ".join(_capped(f"c{i}", t, lim.cell_chars) for i, t in enumerate(types))
+                names = ", ".join(f"c{i}" for i in range(len(columns)))
+                capped = f"SELECT {cells} FROM ({statement}) AS t({names}) LIMIT {lim.sql_rows + 1}"
+                rows = self._con.sql(capped).fetchall()
             except duckdb.InterruptException:
                 raise ToolError(
                     f"the query ran past {lim.sql_seconds:g} s and was stopped: add a WHERE or LIMIT, or join on ids"
@@ -457,7 +462,8 @@ class BundleTools:
         if len(query) > lim.query_chars:
             raise ToolError(f"the query is {len(query)} characters; the most is {lim.query_chars}")
         try:
-            statements = self._con.extract_statements(query)
+            with self._db_lock:  # the connection serves one call at a time, parsing included
+                statements = self._con.extract_statements(query)
         except duckdb.Error as e:
             raise ToolError(_sql_error(e)) from None
         if not statements:
@@ -656,13 +662,38 @@ def _sql_error(e: Exception) -> str:
     return first
 
 
+_SCALAR_LIST = re.compile(r"^[A-Z_ ]+(?:\(\d+(?:, ?\d+)?\))?\[\]$")  # INTEGER[], DECIMAL(9,2)[], not nested
+
+
+def _capped(column: str, kind: str, limit: int) -> str:
+    """SQL for ``column`` of DuckDB type ``kind`` cut to what ``_cell`` shows of it: a string to ``limit`` + 1
+    characters, a list to its first 50 items; any other nested value as its text, cut the same way."""
+    if kind == "VARCHAR":
+        return f"left({column}, {limit + 1})"
+    if kind == "JSON":
+        return f"left(CAST({column} AS VARCHAR), {limit + 1})"
+    if _SCALAR_LIST.match(kind):
+        first = f"list_slice({column}, 1, {_LIST_ITEMS})"
+        return f"list_transform({first}, lambda x: left(x, {limit + 1}))" if kind == "VARCHAR[]" else first
+    if (
+        kind == "BLOB"
+        or any(mark in kind for mark in ("[", "(", "STRUCT", "MAP", "UNION"))
+        and not kind.startswith(("DECIMAL", "ENUM"))
+    ):
+        return f"left(CAST({column} AS VARCHAR), {limit + 1})"
+    return column
+
+
+_LIST_ITEMS = 50
+
+
 def _cell(value: Any, limit: int) -> Any:
     if value is None or isinstance(value, bool | int | float):
         return value
     if isinstance(value, list | tuple):
-        return [_cell(v, limit) for v in value][:50]
+        return [_cell(v, limit) for v in value[:_LIST_ITEMS]]
     if isinstance(value, dict):
-        return {str(k): _cell(v, limit) for k, v in list(value.items())[:50]}
+        return {str(k): _cell(v, limit) for k, v in list(value.items())[:_LIST_ITEMS]}
     return _clip(str(value), limit)
 
 

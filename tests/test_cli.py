@@ -127,3 +127,10 @@ def test_a_pinned_override_settles_an_ambiguous_name(tmp_path: Path) -> None:
     message = re.sub(r"[│\s]+", " ", result.output)  # the error box wraps lines
     assert result.exit_code != 0 and "'Bob' = 'Nobody.md' names no file in the vault" in message
     assert "Traceback" not in result.output and not (tmp_path / "c").exists()
+    assert f"{vault / 'vault2okf.toml'} [links.overrides]" in message
+    other = tmp_path / "elsewhere.toml"  # issue 26, point 8: the error names the file given with --config
+    other.write_text('[links.overrides]\nBob = "Nobody.md"\n', "utf-8")
+    (vault / "vault2okf.toml").unlink()
+    result = runner.invoke(app, ["convert", str(vault), "-o", str(tmp_path / "d"), "--config", str(other)])
+    message = re.sub(r"[│\s]+", " ", result.output)
+    assert result.exit_code == 1 and f"{other} [links.overrides]: 'Bob' = 'Nobody.md'" in message

@@ -223,6 +223,7 @@ def cache_key(vault: Path, vault_name: str, config: Config) -> str:
     """The config (less ``base``, which each note's state records), the vault's place and name, the code."""
     fields = asdict(config)
     fields.pop("base", None)
+    fields.pop("source", None)  # where the settings came from, not what they are
     text = json.dumps([FORMAT, str(vault), vault_name, fields, code_digest()], sort_keys=True, default=repr)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ class Config:
     max_note_bytes: int = 5_000_000  # a bigger note is listed and reported, not parsed
     excluded_names: tuple[str, ...] = ("Template*",)  # [links] excluded_names: names of excluded notes
     base: str = ""  # set by convert, not read from a file: the folder holding the whole vault (meta.vault_base)
+    source: str = CONFIG_NAME  # the file the settings came from, as errors name it (a --config path, or the default)
 
 
 def load_config(vault: Path, path: Path | None = None) -> Config:
@@ -32,7 +33,7 @@ def load_config(vault: Path, path: Path | None = None) -> Config:
         return _build(data)
     _merge(data, _read(user_path))
     try:
-        return _build(data)
+        return replace(_build(data), source=str(user_path))
     except Vault2OkfError as exc:
         raise Vault2OkfError(f"{user_path}: {exc}") from None
 

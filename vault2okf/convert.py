@@ -519,6 +519,7 @@ def _resolver(paths: list[str], walk: Walk, aliases: dict[str, tuple[str, ...]],
         excluded=walk.excluded,
         exclude=config.exclude,
         excluded_names=config.excluded_names,
+        source=config.source,
     )
 
 

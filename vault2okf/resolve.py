@@ -122,10 +122,13 @@ class Resolver:
         excluded: Iterable[str] = (),
         exclude: Sequence[str] = (),
         excluded_names: Sequence[str] = (),
+        source: str = "vault2okf.toml",
     ) -> None:
         """``excluded``: files under excluded folders; ``exclude``: the ``[walk] exclude`` patterns (a link whose
         path names such a folder is excluded even when the file is gone); ``excluded_names``: glob patterns
-        (``[links] excluded_names``, default ``Template*``) for names of notes that live in excluded folders."""
+        (``[links] excluded_names``, default ``Template*``) for names of notes that live in excluded folders;
+        ``source``: the config file the overrides come from, as an error names it."""
+        self.source = source
         self.exclude = tuple(exclude)
         self.excluded_names = tuple(n.casefold() for n in excluded_names)
         self.notes = _PathIndex(notes, strip_md=True)
@@ -144,7 +147,7 @@ class Resolver:
             if candidate in self.notes.paths or candidate in self.attachments.paths:
                 return candidate
         raise Vault2OkfError(
-            f"vault2okf.toml [links.overrides]: {name!r} = {target!r} names no file in the vault; "
+            f"{self.source} [links.overrides]: {name!r} = {target!r} names no file in the vault; "
             "give a vault-relative path such as 'People/Bob.md'"
         )
 

@@ -59,18 +59,25 @@ def test_a_citation_by_path_or_title_is_matched_and_repeats_are_dropped():
         ("Mira.", [], False, False),  # an unsupported claim, not a refusal
         ("   ", [{"note_id": "People/Mira"}], False, True),  # nothing said
         ("...", [], False, True),
+        # issue 26, point 8: the refusal itself, cited and flagged false, is still a refusal
+        ("Not found in the vault.", [{"note_id": "People/Mira"}], False, True),
+        ("**Not found in the vault**", [{"note_id": "Sessions/Session 3"}], False, True),
+        ("Mira was not found in the vault's records of Session 3.", [{"note_id": "People/Mira"}], False, False),
     ],
 )
 def test_one_not_found_rule(answer, citations, flag, expected):
     parsed = parse(reply(answer, citations, flag), NOTES, HEADINGS)
     assert parsed.not_found is expected
+    assert not (parsed.not_found and parsed.citations)  # a refusal never comes with a citation
     assert not_found(parsed.text, flag=flag, cited=bool(parsed.citations)) is expected or not answer.strip(" .")
 
 
 def test_plain_text_rule_is_the_same_rule():
     assert is_not_found(NOT_FOUND) == not_found(NOT_FOUND)
-    assert not is_not_found(f"{NOT_FOUND} [Mira](concepts/People/Mira.md)")
-    assert not not_found(NOT_FOUND, cited=True)
+    # the refusal itself claims nothing, cited or not (issue 26: it used to count as a claim)
+    assert is_not_found(f"{NOT_FOUND} [Mira](concepts/People/Mira.md)") == not_found(NOT_FOUND, cited=True) is True
+    assert not is_not_found("Mira sold the map [Mira](concepts/People/Mira.md)")
+    assert not not_found("The notes don't mention her age, but Mira sold the map.", cited=True)
 
 
 @pytest.mark.parametrize(

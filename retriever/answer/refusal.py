@@ -2,7 +2,9 @@
 
 An answer is "not found" when it cites no note and either sets the structured ``not_found`` flag or says so
 in its text in any of the usual ways ("not found in the vault", "I couldn't find …", "the notes don't
-mention …"): an answer that cites a note is making a claim. `not_found` is that rule; the backends apply it
+mention …"): an answer that cites a note is making a claim. Unless the text is the refusal itself ("Not
+found in the vault."): that claims nothing, its citations are dropped and it is "not found".
+`not_found` is that rule; the backends apply it
 when they parse an answer (``Answer.not_found``), and ``ask --json`` and the scorer read that field.
 `is_not_found` is the same rule for a plain-text answer whose citations are markdown links.
 """
@@ -41,9 +43,15 @@ def declines(text: str) -> bool:
     return _DECLINES.search(fold(text.translate(_MARKUP))) is not None
 
 
+def refusal_only(text: str) -> bool:
+    """The text is the refusal itself ("Not found in the vault."): it claims nothing, so a citation beside it
+    supports nothing and the answer is a refusal whatever its flag says."""
+    return fold(text.translate(_MARKUP)).startswith(NOT_FOUND)
+
+
 def not_found(text: str, *, flag: bool = False, cited: bool = False) -> bool:
-    """The rule: nothing cited, and the structured flag is set or the text declines."""
-    return not cited and (flag or declines(text))
+    """The rule: the text is the refusal itself; or nothing is cited, and the flag is set or the text declines."""
+    return refusal_only(text) or (not cited and (flag or declines(text)))
 
 
 def is_not_found(text: str) -> bool:

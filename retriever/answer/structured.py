@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from retriever.answer.base import Answer, Citation, ContextNote
-from retriever.answer.refusal import NOT_FOUND, not_found
+from retriever.answer.refusal import NOT_FOUND, not_found, refusal_only
 
 MAX_CITATIONS = 3
 MAX_ANSWER_CHARS = 700
@@ -171,6 +171,8 @@ def parse(
     if not any(c.isalnum() for c in text):  # nothing said: there is no claim for a citation to support
         return Parsed(NOT_FOUND, (), True, valid)
     flag = data.get("not_found") is True
+    if refusal_only(text):  # "not found in the vault" with a citation: a refusal, and the citation supports nothing
+        citations = ()
     return Parsed(text, citations, not_found(text, flag=flag, cited=bool(citations)), valid)
 
 

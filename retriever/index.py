@@ -101,8 +101,20 @@ def index_bundle(
         if done is not None:
             seconds = _since(started)
             return IndexResult(done.collection, done.notes, done.chunks, 0, 0, done.chunks, seconds, done.embedder)
+        _check_writable(bundle_dir)
         spec = embedder_name
         return _index(bundle_dir, concepts, note_hashes, spec, chroma_path, chroma_url, progress, device, batch)
+
+
+def _check_writable(bundle_dir: Path | str) -> None:
+    """Indexing writes beside the bundle's docs (.vault2okf/): a read-only bundle is said so, in one line."""
+    state = Path(bundle_dir) / ".vault2okf"
+    where = state if state.is_dir() else Path(bundle_dir)
+    if not os.access(where, os.W_OK):
+        raise RetrieverError(
+            f"{bundle_dir} is read-only ({where} cannot be written): index a writable copy of the bundle; "
+            "search, ask, chat, links, mcp and eval work on a read-only bundle that was indexed before"
+        )
 
 
 def _index(
@@ -159,6 +171,15 @@ def _chroma_dir(bundle_dir: Path | str, chroma_path: Path | str | None) -> Path:
     return Path(chroma_path).resolve() if chroma_path else default_chroma_path(bundle_dir).resolve()
 
 
+IN_BUNDLE = "<bundle>/.vault2okf/chroma"  # a saved table's Chroma folder when it is the bundle's own
+
+
+def _chroma_key(bundle_dir: Path | str, chroma_path: Path | str | None) -> str:
+    """The Chroma folder as a saved table records it: the bundle's own by that name, so a bundle that is moved,
+    copied or mounted elsewhere (read-only, say) still reads its saved table; any other by its path."""
+    return IN_BUNDLE if not chroma_path else str(_chroma_dir(bundle_dir, chroma_path))
+
+
 def _save_table(bundle_dir: Path | str, info: IndexInfo, store: ChunkStore, note_hashes: dict[str, str]) -> None:
     """Save the collection as it is now, stamped with its fingerprint, taken before the copy and checked after it
     (a write in between leaves no table: the next `index` writes one)."""
@@ -172,7 +193,10 @@ def _save_table(bundle_dir: Path | str, info: IndexInfo, store: ChunkStore, note
     table = ChunkTable.from_store(store)
     if chroma_fingerprint(chroma_dir, info.collection) != before or len(table.ids) != info.chunks:
         return
-    meta = {"fingerprint": before, "chroma_dir": str(chroma_dir), "info": asdict(info), "note_hashes": note_hashes}
+    meta = {
+        "fingerprint": before, "chroma_dir": _chroma_key(bundle_dir, info.chroma_path), "info": asdict(info),
+        "note_hashes": note_hashes,
+    }  # fmt: skip
     table.save(path, meta)
     table.stamp = before
     _save_lexical(bundle_dir, info, table)
@@ -203,7 +227,8 @@ def _cached_table(bundle_dir: Path | str, info: IndexInfo) -> tuple[ChunkTable, 
     table, meta = loaded
     saved = meta.get("info", {})
     same_index = (saved.get("collection"), saved.get("embedder_spec")) == (info.collection, info.embedder_spec)
-    if not same_index or meta.get("chroma_dir") != str(chroma_dir):
+    recorded = meta.get("chroma_dir")  # tables saved before IN_BUNDLE recorded the absolute path
+    if not same_index or recorded not in (_chroma_key(bundle_dir, info.chroma_path), str(chroma_dir)):
         return None
     if meta.get("fingerprint") != chroma_fingerprint(chroma_dir, info.collection):
         return None
@@ -227,6 +252,8 @@ def _nothing_changed(
     cached = _cached_table(bundle_dir, info)
     if cached is None or cached[1].get("note_hashes") != note_hashes:
         return None
+    if cached[1].get("chroma_dir") != _chroma_key(bundle_dir, info.chroma_path):
+        return None  # saved before IN_BUNDLE: saved again, so the bundle can move
     return info
 
 
@@ -308,8 +335,16 @@ def open_table(
         cached = _cached_table(bundle_dir, info)
         if cached is not None:
             return info, cached[0], None
-    client = open_client(bundle_dir, path=info.chroma_path, url=chroma_url or info.chroma_url)
-    store = ChunkStore(client, info.collection)
+    try:
+        client = open_client(bundle_dir, path=info.chroma_path, url=chroma_url or info.chroma_url)
+        store = ChunkStore(client, info.collection)
+    except Exception as error:  # chromadb's InternalError: Chroma writes its database even to read it
+        if "readonly" not in str(error).lower().replace("-", "").replace(" ", ""):
+            raise
+        raise RetrieverError(
+            f"{bundle_dir} is read-only and its saved chunk table is missing or stale, so its Chroma index would "
+            f"have to be opened for writing: run `vault2okf index {bundle_dir}` once on a writable copy"
+        ) from None
     if info.chunks and not store.count():
         raise RetrieverError(f"Collection {info.collection} is empty: run `vault2okf index {bundle_dir}` again.")
     return info, ChunkTable.from_store(store), store

@@ -28,6 +28,7 @@ from retriever.lock import bundle_lock, check_no_stranded_index
 from retriever.memory import ChunkTable, Lexical
 from retriever.okf import concept_texts
 from retriever.store import ChunkStore, chroma_fingerprint, collection_name, default_chroma_path, open_client
+from vault2okf.errors import disk_full_message, is_disk_full
 
 if TYPE_CHECKING:
     from retriever.chunk import Chunk
@@ -103,7 +104,15 @@ def index_bundle(
             return IndexResult(done.collection, done.notes, done.chunks, 0, 0, done.chunks, seconds, done.embedder)
         _check_writable(bundle_dir)
         spec = embedder_name
-        return _index(bundle_dir, concepts, note_hashes, spec, chroma_path, chroma_url, progress, device, batch)
+        try:
+            return _index(bundle_dir, concepts, note_hashes, spec, chroma_path, chroma_url, progress, device, batch)
+        except Exception as error:  # chromadb words a full disk its own way ("Error in compaction" ...)
+            if not is_disk_full(error):
+                raise
+            text = sum(len(title) + len(body) for _, title, body in concepts)
+            need = 4 * text + (2 << 20)  # chunk texts, vectors, Chroma's own files and the saved table, about
+            where = Path(chroma_path) if chroma_path else default_chroma_path(bundle_dir)
+            raise RetrieverError(disk_full_message(where, need, "this index")) from None
 
 
 def _check_writable(bundle_dir: Path | str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import hashlib
 import json
@@ -35,6 +36,7 @@ from vault2okf.cache import load as load_cache
 from vault2okf.cache import save as save_cache
 from vault2okf.config import Config, load_config
 from vault2okf.db import ConceptRow, DatabaseWriter, LinkRow
+from vault2okf.errors import Vault2OkfError, disk_full_message, is_disk_full
 from vault2okf.guard import Problems, note_meta_safe, parse_safe, read_bytes, resolve_links_safe, rewrite_safe
 from vault2okf.html import link_health_html
 from vault2okf.meta import Meta, vault_base
@@ -83,7 +85,24 @@ def convert(
     (``vault2okf.cache``); ``full`` ignores what the last convert left. Either way the bundle is the one a
     full convert writes."""
     with _collector_paused():
-        return _convert(vault, out, config_path, force, full)
+        try:
+            return _convert(vault, out, config_path, force, full)
+        except OSError as error:
+            if not is_disk_full(error):
+                raise
+            # the new bundle is built beside the old one, as big; a first one: the docs, okf.duckdb, the reports
+            need = _tree_size(out) or 3 * _tree_size(vault) + (2 << 20)
+            raise Vault2OkfError(disk_full_message(out, need, "a convert")) from error
+
+
+def _tree_size(root: Path) -> int:
+    """Bytes of the files under ``root`` (0 when it is missing): what a bundle of it takes, about."""
+    total = 0
+    for dirpath, _, names in os.walk(root):
+        for name in names:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(dirpath, name)).st_size
+    return total
 
 
 @contextmanager

@@ -179,6 +179,14 @@ def test_sql_lists_show_their_first_items_as_before(tools: BundleTools) -> None:
     assert row[2] in ([[1, 2], [3]], "[[1, 2], [3]]")  # nested lists: as values, or as their text
 
 
+@pytest.mark.parametrize(
+    "query",
+    ["SELECT 1 AS one;", "SELECT 1 AS one -- a comment", "-- a title\nSELECT 1 AS one", "SELECT 1 AS one ;  "],
+)
+def test_sql_takes_a_trailing_semicolon_and_comments(tools: BundleTools, query: str) -> None:
+    assert tools.sql(query)["rows"] == [[1]]
+
+
 def test_fifty_parallel_sql_calls_all_answer(bundle: Path) -> None:
     """Issue 26, point 4: the statement was parsed outside the lock, and 5 of 20 parallel calls failed."""
     from concurrent.futures import ThreadPoolExecutor

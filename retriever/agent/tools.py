@@ -315,7 +315,8 @@ class BundleTools:
                 # becomes Python is at most sql_rows x columns x cell_chars: `SELECT range(20000000)` is one row.
                 cells = ", ".join(_capped(f"c{i}", t, lim.cell_chars) for i, t in enumerate(types))
                 names = ", ".join(f"c{i}" for i in range(len(columns)))
-                capped = f"SELECT {cells} FROM ({statement}) AS t({names}) LIMIT {lim.sql_rows + 1}"
+                inner = statement.rstrip().rstrip(";")  # on lines of its own: a trailing -- comment ends there
+                capped = f"SELECT {cells} FROM (\n{inner}\n) AS t({names}) LIMIT {lim.sql_rows + 1}"
                 rows = self._con.sql(capped).fetchall()
             except duckdb.InterruptException:
                 raise ToolError(

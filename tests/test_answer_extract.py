@@ -42,6 +42,7 @@ NOTES = {
     ),
     "Sessions/Session 1.md": "We reached [[Greywater]] and bought rope from a fisherman named Tobin.\n",
 }
+QUOTING = ExtractAnswerer(threshold=0)  # quotes whatever shares a word with the question: for tests of quoting
 CLI = [sys.executable, "-c", "from vault2okf.cli import app; app()"]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
 
@@ -112,7 +113,7 @@ def test_passages_skip_code_headings_and_chunk_openers_and_keep_sections() -> No
 def test_an_answer_quotes_the_note_verbatim_and_cites_its_section(bundle: Path, retriever: Retriever) -> None:
     question = "How often does the bell tower in Greywater ring?"
     notes = context(retriever, question)
-    answer = ExtractAnswerer().answer(question, notes)
+    answer = QUOTING.answer(question, notes)
     assert not answer.not_found and answer.supported
     quotes = json.loads(answer.raw)["quotes"]
     assert quotes[0]["text"] == "The bell tower of Greywater rings at every high tide."
@@ -128,11 +129,11 @@ def test_an_answer_quotes_the_note_verbatim_and_cites_its_section(bundle: Path, 
 
 @pytest.mark.slow
 def test_a_list_item_and_a_table_row_are_quoted_with_their_sections(retriever: Retriever) -> None:
-    lighthouse = ExtractAnswerer().answer("Who built the lighthouse?", context(retriever, "Who built the lighthouse?"))
+    lighthouse = QUOTING.answer("Who built the lighthouse?", context(retriever, "Who built the lighthouse?"))
     assert "Her grandfather built the lighthouse in the year of the great storm." in lighthouse.text
     assert "People/Maren Voss#Background" in [c.ref for c in lighthouse.citations]
     question = "Who keeps the Drowned Lantern inn?"
-    inn = ExtractAnswerer().answer(question, context(retriever, question))
+    inn = QUOTING.answer(question, context(retriever, question))
     assert "The Drowned Lantern | Sella Fenwick" in inn.text.splitlines()[0]
     assert inn.citations[0].ref == "Places/Greywater#Landmarks"
 
@@ -140,9 +141,13 @@ def test_a_list_item_and_a_table_row_are_quoted_with_their_sections(retriever: R
 @pytest.mark.slow
 def test_a_question_the_notes_cannot_answer_is_refused_by_the_one_rule(retriever: Retriever) -> None:
     question = "What colour is the dragon's hoard of sapphires?"
-    answer = ExtractAnswerer().answer(question, context(retriever, question))
-    assert answer.not_found and not answer.citations and answer.text == "not found in the vault"
-    assert ExtractAnswerer().answer("Who built the lighthouse?", []).not_found  # no context at all
+    for answerer in (ExtractAnswerer(), QUOTING):  # no passage shares a word with it: refused at any threshold
+        answer = answerer.answer(question, context(retriever, question))
+        assert answer.not_found and not answer.citations and answer.text == "not found in the vault"
+        assert answerer.answer("Who built the lighthouse?", []).not_found  # no context at all
+    lighthouse = "How many people were living in the lighthouse on the northern cape in winter?"
+    assert ExtractAnswerer(typed=True).answer(lighthouse, context(retriever, lighthouse)).not_found  # no number
+    assert not ExtractAnswerer(typed=False, threshold=0).answer(lighthouse, context(retriever, lighthouse)).not_found
 
 
 def test_the_factory_and_the_spec_build_it_and_it_takes_no_model() -> None:

@@ -260,8 +260,9 @@ def score(question: str, candidates: Sequence[Passage], *, rank_weight: float = 
 
 def choose(ranked: Sequence[R], threshold: float, support: Support = Support.SHARE) -> list[R]:
     """The best passage and those within `RATIO` of it, three at most, each with `support` at `threshold` or
-    more; [] (refuse) when the best one has less."""
+    more; [] (refuse) when the best one has less. A passage sharing no word with the question never counts."""
     measure = _SUPPORT[support]
+    ranked = [s for s in ranked if measure(s) > 0]
     if not ranked or measure(ranked[0]) < threshold:
         return []
     chosen: list[R] = []

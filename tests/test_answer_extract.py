@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -83,6 +84,17 @@ def test_sentences_are_slices_of_the_line(line: str, expected: list[str]) -> Non
     got = sentences(line)
     assert got == expected
     assert all(s in line for s in got)
+
+
+def test_splitting_and_scoring_stay_linear_on_hostile_lines() -> None:
+    hostile = ["Mr. X met Dr. Y. " * 20000, "[a](" * 20000, "<" * 20000 + "x", "e.g. " * 20000]
+    note = ContextNote("n", "n", "concepts/n.md", "\n\n".join(hostile), "vector", 1.0)
+    start = time.perf_counter()
+    for line in hostile:
+        sentences(line)
+        terms(line)
+    ExtractAnswerer(threshold=0).answer("Who met Dr. Y?", [note])
+    assert time.perf_counter() - start < 5
 
 
 def test_terms_fold_stem_and_drop_markup() -> None:

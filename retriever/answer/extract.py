@@ -7,12 +7,13 @@ each chunk of a note's context (it names the section the passages under it are i
 written; it is scored on its words with markdown, URLs and HTML taken out, folded and lightly stemmed, plus
 half a count for each word of its note's title, its heading and its table's header row.
 
-`score` ranks the passages by BM25 over the passages of the context, divided by the question's total IDF, so a
-score means the same across questions (1.0 is one occurrence of every question word in a passage of average
-length), plus `rank_weight / (1 + rank)` for the place of its note in the retrieval. The best passage's BM25
-part is the answer's support: below `threshold` the answer is the one not-found reply (`refusal.not_found`).
-Passages within `RATIO` of the best (and above the threshold) join it, three at most. The defaults of
-`threshold` and `rank_weight` were chosen leave one vault out on the six golden sets by
+`score` ranks the passages by BM25 over the passages of the context divided by the question's total IDF (the
+share: 1.0 is one occurrence of every question word in a passage of average length), plus `rank_weight / (1 +
+rank)` for the place of its note in the search. The answer's support is the best passage's share or its raw
+BM25 (`Support`); below `threshold` the answer is the one not-found reply (`refusal.not_found`). With `typed`, a
+`how much / how many / how long / how old / what year` question quotes only passages that name a number.
+Passages within `RATIO` of the best (and at the threshold or above) join it, three at most. The support
+measure, `typed`, `rank_weight` and `threshold` were chosen leaving one vault out on the six golden sets by
 `scripts/select_extract.py` (`reports/extract-threshold.md`).
 """
 
@@ -92,7 +93,7 @@ class Scored:
     passage: Passage
     bm25: float  # BM25 divided by the question's total IDF: the support
     score: float  # bm25 plus the rank prior: the order
-    raw: float = 0.0  # BM25 itself
+    raw: float  # BM25 itself
 
     @property
     def text(self) -> str:
@@ -160,7 +161,7 @@ def sentences(line: str) -> list[str]:
     """The sentences of one line, each a slice of it (`Mr.`, `e.g.` and initials do not end one)."""
     found, start = [], 0
     for match in _SENTENCE_END.finditer(line):
-        if _ABBREVIATION.search(line[start : match.start()]):
+        if _ABBREVIATION.search(line, max(start, match.start() - 6), match.start()):  # the tail only: linear
             continue
         found.append(line[start : match.end(1)].strip())
         start = match.end()

@@ -43,6 +43,7 @@ NOTES = {
     ),
     "Sessions/Session 1.md": "We reached [[Greywater]] and bought rope from a fisherman named Tobin.\n",
 }
+ASKED = "Who keeps the lighthouse on the northern cape and sells lamp oil to the fishing fleet?"
 QUOTING = ExtractAnswerer(threshold=0)  # quotes whatever shares a word with the question: for tests of quoting
 CLI = [sys.executable, "-c", "from vault2okf.cli import app; app()"]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
@@ -175,7 +176,7 @@ def test_the_factory_and_the_spec_build_it_and_it_takes_no_model() -> None:
 def test_ask_json_has_the_keys_of_a_model_answer(retriever: Retriever) -> None:
     from retriever.answer.base import Answer, Citation
 
-    result = ask("Who built the lighthouse?", lambda q: retriever.search(q, DEFAULT_SPEC), ExtractAnswerer())
+    result = ask(ASKED, lambda q: retriever.search(q, DEFAULT_SPEC), ExtractAnswerer())
     model_answer = Answer("Maren.", (Citation("Maren Voss", "concepts/People/Maren Voss.md", "People/Maren Voss"),),
                           "stop", 10, 2, 0.1, "gemma.gguf")  # fmt: skip
     from retriever.answer.ask import AskResult
@@ -189,15 +190,18 @@ def test_ask_json_has_the_keys_of_a_model_answer(retriever: Retriever) -> None:
 
 @pytest.mark.slow
 def test_ask_llm_extract_through_the_cli(bundle: Path) -> None:
-    run = subprocess.run([*CLI, "ask", str(bundle), "Who built the lighthouse?", "--llm", "extract"],
+    run = subprocess.run([*CLI, "ask", str(bundle), ASKED, "--llm", "extract"],
                          capture_output=True, text=True, env=ENV, timeout=600)  # fmt: skip
     assert run.returncode == 0, run.stderr
-    assert "Her grandfather built the lighthouse" in run.stdout and "Sources:" in run.stdout
-    assert "Maren Voss › Background" in run.stdout and "note:" not in run.stderr
-    as_json = subprocess.run([*CLI, "ask", str(bundle), "Who built the lighthouse?", "--llm", "extract", "--json"],
+    assert 'Maren Voss › Trade: "She sells lamp oil to the fishing fleet of Greywater." [1]' in run.stdout
+    assert "  [1] Maren Voss › Trade — concepts/People/Maren Voss.md#Trade" in run.stdout
+    assert "note:" not in run.stderr  # no model, no notice
+    as_json = subprocess.run([*CLI, "ask", str(bundle), ASKED, "--llm", "extract", "--json"],
                              capture_output=True, text=True, env=ENV, timeout=600)  # fmt: skip
     assert as_json.returncode == 0, as_json.stderr
-    assert json.loads(as_json.stdout)["citations"][0]["note_id"] == "People/Maren Voss"
+    data = json.loads(as_json.stdout)
+    assert data["model"] == "extract" and data["not_found"] is False
+    assert [c["ref"] for c in data["citations"]] == ["People/Maren Voss#Trade", "People/Maren Voss"]
 
 
 @pytest.mark.slow

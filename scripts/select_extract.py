@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from eval.golden import load_golden  # noqa: E402
 from retriever.answer.ask import context_notes  # noqa: E402
+from retriever.answer.base import Answer, ContextNote  # noqa: E402
 from retriever.answer.extract import ExtractAnswerer, Support, choose, terms, wants_quantity  # noqa: E402
 from retriever.retrieve import DEFAULT_SPEC, Retriever  # noqa: E402
 
@@ -67,12 +68,16 @@ def collect(bundle: Path, golden: Path) -> tuple[list[dict[str, Any]], dict[str,
     retriever.prepare(DEFAULT_SPEC)
     retriever.embed("warm up")  # as `chat` does: the first question pays no one-time set-up
     rows: list[dict[str, Any]] = []
-    times: dict[str, list[float]] = {"search": [], "answer": [], "search_cpu": [], "answer_cpu": []}
+    times: dict[str, list[float]] = {k: [] for k in ("search", "answer", "search_cpu", "answer_cpu", "citations",
+                                                     "outside")}  # fmt: skip
     answerer = ExtractAnswerer()  # one answerer for every question, as in `chat`
     for q in load_golden(golden):
         retrieval = _timed(times, "search", partial(retriever.search, q.question, DEFAULT_SPEC))
         notes = context_notes(retrieval, retriever.graph.concepts)
-        _timed(times, "answer", partial(answerer.answer, q.question, notes))
+        answers = [_timed(times, "answer", partial(answerer.answer, q.question, notes)),
+                   ExtractAnswerer(threshold=0).answer(q.question, notes)]  # fmt: skip
+        times["citations"].append(len([c for a in answers for c in a.citations]))
+        times["outside"].append(len(outside(answers, notes)))
         ranked = {}
         for weight in WEIGHTS:
             scored = ExtractAnswerer(threshold=0.0, rank_weight=weight, typed=False).rank(q.question, notes)
@@ -83,6 +88,18 @@ def collect(bundle: Path, golden: Path) -> tuple[list[dict[str, Any]], dict[str,
         rows.append({"id": q.id, "tier": q.tier.value, "gold": gold, "quantity": wants_quantity(q.question),
                      "ranked": ranked})  # fmt: skip
     return rows, times
+
+
+def outside(answers: Sequence[Answer], notes: Sequence[ContextNote]) -> list[str]:
+    """Citations (and quotes) that do not point into the context: a note not in it, or a quote not in its text."""
+    texts = {n.note_id: n.text for n in notes}
+    bad = [c.ref for a in answers for c in a.citations if c.note_id not in texts]
+    for a in answers:
+        for quote in json.loads(a.raw)["quotes"]:
+            note_id = quote["ref"].partition("#")[0]
+            if quote["text"] not in texts.get(note_id, ""):
+                bad.append(quote["ref"])
+    return bad
 
 
 def _timed(times: dict[str, list[float]], name: str, run: Callable[[], T]) -> T:
@@ -247,6 +264,11 @@ def report(
     for name, t in times.items():
         cells = [f"{_median(t[k]):.1f} / {max(t[k]):.1f}" for k in ("search", "answer", "search_cpu", "answer_cpu")]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")  # fmt: skip
+    cited, out = (sum(sum(t[k]) for t in times.values()) for k in ("citations", "outside"))
+    lines += ["", "## Citations into the context", "",
+              f"Every question of every set answered twice (the defaults, and threshold 0 so that every question is "
+              f"quoted): {int(cited)} citations, {int(out)} of them (or of their quotes) outside the context the "
+              "search built; a quote counts as inside when it is a substring of its note's context text."]  # fmt: skip
     return "\n".join(lines) + "\n", data
 
 

@@ -205,6 +205,22 @@ def test_ask_llm_extract_through_the_cli(bundle: Path) -> None:
 
 
 @pytest.mark.slow
+def test_chat_answers_with_quotes_and_lists_what_it_cited(retriever: Retriever) -> None:
+    import io
+
+    from vault2okf.cli.chat import ChatSession
+
+    out, err = io.StringIO(), io.StringIO()
+    session = ChatSession(retriever, DEFAULT_SPEC, get_answerer("extract"), out=out, err=err)
+    assert session.handle(ASKED) and session.handle("/sources")
+    shown = out.getvalue()
+    assert 'Maren Voss › Trade: "She sells lamp oil to the fishing fleet of Greywater." [1]' in shown
+    assert "  [1] Maren Voss › Trade (concepts/People/Maren Voss.md)" in shown
+    assert "cited: Maren Voss › Trade, Maren Voss" in shown
+    assert "answer 0.0 s (0 prompt tokens)" in err.getvalue()
+
+
+@pytest.mark.slow
 def test_the_agent_loop_and_a_model_are_refused_before_anything_loads(bundle: Path) -> None:
     agent = subprocess.run([*CLI, "ask", str(bundle), "who?", "--llm", "extract", "--agent"],
                            capture_output=True, text=True, env=ENV, timeout=600)  # fmt: skip

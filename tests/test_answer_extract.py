@@ -225,6 +225,12 @@ def test_the_agent_loop_and_a_model_are_refused_before_anything_loads(bundle: Pa
     agent = subprocess.run([*CLI, "ask", str(bundle), "who?", "--llm", "extract", "--agent"],
                            capture_output=True, text=True, env=ENV, timeout=600)  # fmt: skip
     assert agent.returncode == 2 and "--llm extract has no model" in agent.stderr
+    golden = ROOT / "golden" / "children-of-ash.jsonl"
+    evaluated = subprocess.run([*CLI, "eval", str(bundle), "--golden", str(golden), "--answers", "--agent", "--llm",
+                                "extract", "--out", str(bundle.parent / "r")],
+                               capture_output=True, text=True, env=ENV, timeout=600)  # fmt: skip
+    assert evaluated.returncode == 2 and "--llm extract has no model" in evaluated.stderr
+    assert not (bundle.parent / "r").exists()
     model = subprocess.run([*CLI, "ask", str(bundle), "who?", "--llm", "extract", "--model", "x.gguf"],
                            capture_output=True, text=True, env=ENV, timeout=600)  # fmt: skip
     assert model.returncode == 1 and model.stderr.strip().splitlines() == [

@@ -566,6 +566,8 @@ class BedrockAgent(BedrockModel):
 def get_driver(answer: AnswerSpec) -> Driver:
     """The ``llama`` or ``bedrock`` model of the loop, built with the answerer's options."""
     check_answerer(answer.llm, model=answer.model)
+    if answer.llm == Backend.EXTRACT:
+        raise AnswerError("--llm extract has no model to call the tools: use --llm llama or bedrock with --agent")
     if answer.llm == Backend.LLAMA:
         return LlamaAgent(answer.model, **answer.options())
     return BedrockAgent(answer.model or "", **answer.options())

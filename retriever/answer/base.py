@@ -14,6 +14,7 @@ from retriever.errors import RetrieverError
 class Backend(StrEnum):
     LLAMA = "llama"  # a local GGUF through llama-cpp-python
     BEDROCK = "bedrock"  # AWS Bedrock through boto3 Converse
+    EXTRACT = "extract"  # no model: the best sentences of the context, quoted (`extract.py`)
 
 
 BACKENDS = tuple(Backend)
@@ -107,6 +108,8 @@ class AnswerSpec:
 
     def options(self) -> dict[str, Any]:
         """The options `get_answerer` (and `agent.get_driver`) take for this backend."""
+        if self.llm == Backend.EXTRACT:
+            return {}
         if self.llm == Backend.BEDROCK:
             return {"region": self.region, "profile": self.profile, "max_tokens": self.answer_tokens}
         from retriever.embed import verbose  # `vault2okf --verbose`: llama.cpp's log lines too
@@ -130,8 +133,12 @@ class Answerer(Protocol):
 
 
 def check_answerer(name: str, *, model: str | None = None) -> None:
-    """What can be checked before any model loads: the backend exists, bedrock has a model ID, the GGUF is a file."""
-    if name == Backend.LLAMA:
+    """What can be checked before any model loads: the backend exists, bedrock has a model ID, the GGUF is a file,
+    extract is given none."""
+    if name == Backend.EXTRACT:
+        if model:
+            raise AnswerError("--llm extract uses no model — leave out --model, or pick --llm llama or bedrock")
+    elif name == Backend.LLAMA:
         from retriever.answer.llama import resolve_model_path
 
         resolve_model_path(model)
@@ -145,8 +152,12 @@ def check_answerer(name: str, *, model: str | None = None) -> None:
 
 
 def get_answerer(name: str, *, model: str | None = None, **opts: Any) -> Answerer:
-    """Build the `llama` or `bedrock` answerer; heavy imports happen only for the one picked."""
+    """Build the `llama`, `bedrock` or `extract` answerer; heavy imports happen only for the one picked."""
     check_answerer(name, model=model)
+    if name == Backend.EXTRACT:
+        from retriever.answer.extract import ExtractAnswerer
+
+        return ExtractAnswerer(**opts)
     if name == Backend.LLAMA:
         from retriever.answer.llama import LlamaAnswerer
 

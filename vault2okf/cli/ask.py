@@ -8,9 +8,9 @@ from pathlib import Path
 
 import typer
 
-from retriever.answer.base import Answer, AnswerSpec
+from retriever.answer.base import Answer, AnswerSpec, Backend
 from retriever.retrieve import Retriever, SearchSpec
-from vault2okf.cli.options import BUNDLE, CHROMA_URL, QUESTION, answer_options, check_question, search_options
+from vault2okf.cli.options import BUNDLE, CHROMA_URL, NO_AGENT, QUESTION, answer_options, check_question, search_options
 
 
 @search_options
@@ -38,6 +38,8 @@ def ask_cmd(
     check_question(question)
     if prefetch and not agent:
         raise typer.BadParameter("--prefetch is for the agent loop: add --agent", param_hint="'--prefetch'")
+    if agent and answer.llm == Backend.EXTRACT:
+        raise typer.BadParameter(NO_AGENT, param_hint="'--agent'")
     check_answerer(answer.llm, model=answer.model)  # a missing GGUF or model ID fails here, before any model loads
     retriever = Retriever.open(bundle, chroma_url=chroma_url)
     retriever.prepare(spec)

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from retriever.answer.base import Backend
+from vault2okf.cli.options import NO_AGENT
 
 
 def eval_cmd(
@@ -21,7 +22,7 @@ def eval_cmd(
     ),
     answers: bool = typer.Option(False, "--answers", help="Also generate and score answers (slow)."),
     answer_method: str = typer.Option("default", "--answer-method", help="Which method's context to answer from."),
-    llm: Backend = typer.Option(Backend.LLAMA, "--llm", help="Answerer for --answers: llama or bedrock."),
+    llm: Backend = typer.Option(Backend.LLAMA, "--llm", help="Answerer for --answers: llama, bedrock or extract."),
     model: str | None = typer.Option(None, "--model", help="GGUF path (llama) or model ID (bedrock)."),
     answer_tokens: int = typer.Option(160, "--answer-tokens", min=1, help="Most tokens per answer."),
     agent: bool = typer.Option(
@@ -38,6 +39,8 @@ def eval_cmd(
     from retriever.answer.base import AnswerSpec
 
     agent_spec = None
+    if agent and llm == Backend.EXTRACT:
+        raise typer.BadParameter(NO_AGENT, param_hint="'--agent'")
     if agent:  # the loop and its tools load only for --agent
         from retriever.agent.loop import AgentSpec
 

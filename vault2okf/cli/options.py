@@ -21,6 +21,7 @@ FORCE = typer.Option(False, "--force", help="Replace a bundle holding files vaul
 BUNDLE = typer.Argument(..., help="A bundle written by `vault2okf convert`.")
 QUESTION = typer.Argument(..., help="The question.")
 CHROMA_URL = typer.Option(None, "--chroma-url", help="A Chroma server (http://host:port) instead of the bundle's.")
+NO_AGENT = "--llm extract has no model to call the tools: use --llm llama or bedrock with --agent"
 
 Option = tuple[str, Any, Any]  # parameter name, type, typer.Option
 
@@ -61,7 +62,8 @@ def answer_options(command: Callable[..., None]) -> Callable[..., None]:
 
     options: Sequence[Option] = (
         ("llm", Backend, typer.Option(
-            Backend.LLAMA, "--llm", help="llama (local Gemma GGUF) or bedrock (AWS Converse).")),
+            Backend.LLAMA, "--llm",
+            help="llama (local Gemma GGUF), bedrock (AWS Converse) or extract (no model: the best sentences).")),
         ("model", str | None, typer.Option(None, "--model", help="GGUF path for llama; model ID for bedrock.")),
         ("region", str | None, typer.Option(None, "--region", help="AWS region for bedrock (else AWS_REGION).")),
         ("profile", str | None, typer.Option(None, "--profile", help="AWS profile for bedrock (else AWS_PROFILE).")),

@@ -1,0 +1,326 @@
+"""Answer backend `extract`: no model. The one to three passages of the context that best answer the question,
+quoted verbatim, each cited as `note#heading`.
+
+Each context note is cut into passages with markdown-it's block parser (`passages`): the sentences of a
+paragraph line, list items, table rows; never code, HTML, headings or the `Title > Heading` line that opens
+each chunk of a note's context (it names the section the passages under it are in). A passage is quoted as
+written; it is scored on its words with markdown, URLs and HTML taken out, folded and lightly stemmed, plus
+half a count for each word of its note's title, its heading and its table's header row.
+
+`score` ranks the passages by BM25 over the passages of the context divided by the question's total IDF (the
+share: 1.0 is one occurrence of every question word in a passage of average length), plus `rank_weight / (1 +
+rank)` for the place of its note in the search. The answer's support is the best passage's share or its raw
+BM25 (`Support`); below `threshold` the answer is the one not-found reply (`refusal.not_found`). With `typed`, a
+`how much / how many / how long / how old / what year` question quotes only passages that name a number.
+Passages within `RATIO` of the best (and at the threshold or above) join it, three at most. The support
+measure, `typed`, `rank_weight` and `threshold` were chosen leaving one vault out on the six golden sets by
+`scripts/select_extract.py` (`reports/extract-threshold.md`).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import re
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Protocol, TypeVar
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+from retriever.answer.base import Answer, Citation, ContextNote, OnToken
+from retriever.answer.refusal import NOT_FOUND, fold, not_found
+
+MODEL = "extract"
+# Chosen on all six golden sets, objective `balanced`, after the held-out report (reports/extract-threshold.md):
+SUPPORT = "raw"  # what the threshold is compared with (`Support`)
+THRESHOLD = 5.4
+TYPED = True  # a quantity question quotes only passages naming a number
+RANK_WEIGHT = 0.0
+RATIO = 0.5  # a passage joins the best one when it scores at least this share of it (fixed, not tuned)
+MAX_QUOTES = 3
+K1, B = 1.2, 0.75  # BM25's usual constants
+CONTEXT_TF = 0.5  # what a word of the title, heading or table header adds to a passage's count of it
+
+_BLOCKS = MarkdownIt("commonmark").disable("inline").enable("table")
+_SENTENCE_END = re.compile(r"(?<=[.!?])([\"'\u201d\u2019)\]*_]*)\s+(?=[\"'\u201c\u2018(\[*_]*[A-Z0-9])")
+_ABBREVIATION = re.compile(r"(?:\b(?:[A-Z]|Mr|Mrs|Ms|Dr|St|Mt|Lt|Sgt|Capt|Col|Gen|No|vs|etc|e\.g|i\.e|cf))\.$")
+_URL = re.compile(r"https?://\S+|www\.\S+")
+_HTML = re.compile(r"<[^<>\n]*>")
+_LINK = re.compile(r"!?\[([^\[\]\n]*)\]\([^()\n]*\)")  # [label](target) -> label (the chunker did most already)
+_CALLOUT = re.compile(r"^\[![^\]\n]*\][+-]?\s*")  # `[!note]`, `[!column|2 no-title]`
+_WORD = re.compile(r"[^\W_]+")
+_TABLE_RULE = re.compile(r"^[\s|:-]+$")
+# A question asking for a quantity wants a number in the quote (the answer-type check of classic extractive QA).
+_QUANTITY_QUESTION = re.compile(r"\bhow (?:much|many|long|old)\b|\b(?:what|which) year\b", re.IGNORECASE)
+_NUMBER = re.compile(
+    r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundreds?"
+    r"|thousands?|millions?|billions?|dozens?|half|twice)\b",
+    re.IGNORECASE,
+)
+_STOPWORDS = """a about above after again against all also am an and any are as at be been before being below between
+    both but by can could did do does doing down during each few for from further had has have having he
+    her here hers herself him himself his how i if in into is it its itself just me more most my myself
+    no nor not now of off on once only or other our ours out over own same she should so some such than
+    that the their theirs them then there these they this those through to too under until up very was
+    we were what when where which while who whom whose why will with would you your yours s t d ll re ve
+    m don doesn didn isn wasn weren haven hasn won"""
+STOPWORDS = frozenset(_STOPWORDS.split())
+
+
+@dataclass(frozen=True)
+class Passage:
+    """One quotable piece of a context note: `text` as written in the note, under section `heading`."""
+
+    rank: int  # the note's place in the context (0 = first)
+    note: ContextNote
+    heading: str
+    text: str
+    terms: Counter[str]  # the passage's own scoring terms
+    context: frozenset[str]  # terms of the note title, the heading and the table header
+
+    @property
+    def citation(self) -> Citation:
+        return Citation(self.note.title, self.note.path, self.note.note_id, self.heading)
+
+
+@dataclass(frozen=True)
+class Scored:
+    passage: Passage
+    bm25: float  # BM25 divided by the question's total IDF: the support
+    score: float  # bm25 plus the rank prior: the order
+    raw: float  # BM25 itself
+
+    @property
+    def text(self) -> str:
+        return self.passage.text
+
+    @property
+    def quantity(self) -> bool:
+        """The passage names a number (in digits or words)."""
+        return _NUMBER.search(self.passage.text) is not None
+
+
+def wants_quantity(question: str) -> bool:
+    """A `how much / how many / how long / how old / what year` question."""
+    return _QUANTITY_QUESTION.search(question) is not None
+
+
+class Ranked(Protocol):
+    """What `choose` reads of a scored passage (`Scored`, or a cached copy of one)."""
+
+    @property
+    def text(self) -> str: ...
+    @property
+    def bm25(self) -> float: ...
+    @property
+    def score(self) -> float: ...
+    @property
+    def raw(self) -> float: ...
+
+
+R = TypeVar("R", bound=Ranked)
+
+
+class Support(StrEnum):
+    """What the threshold is compared with: BM25 as a share of the question's IDF, or BM25 itself."""
+
+    SHARE = "share"
+    RAW = "raw"
+
+
+_SUPPORT: dict[Support, Callable[[Ranked], float]] = {Support.SHARE: lambda s: s.bm25, Support.RAW: lambda s: s.raw}
+
+
+def terms(text: str) -> list[str]:
+    """The scoring terms of `text`: markdown, URLs and HTML out, folded, stop words dropped, lightly stemmed."""
+    plain = _LINK.sub(r"\1", _HTML.sub(" ", _URL.sub(" ", text)))
+    folded = plain.casefold() if plain.isascii() else fold(plain)
+    return [stem(w) for w in _WORD.findall(folded) if w not in STOPWORDS]
+
+
+@functools.lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """A light English stemmer: plural, past and -ing endings (`pilots`, `piloted`, `piloting` -> `pilot`)."""
+    if len(word) <= 3 or word.isdigit():
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    for suffix, least in (("ing", 6), ("ed", 5), ("es", 5), ("s", 4)):
+        if word.endswith(suffix) and len(word) >= least and not word.endswith(("ss", "us", "is")):
+            word = word[: -len(suffix)]
+            return word[:-1] if suffix in ("ing", "ed") and len(word) > 3 and word[-1] == word[-2] else word
+    return word
+
+
+def sentences(line: str) -> list[str]:
+    """The sentences of one line, each a slice of it (`Mr.`, `e.g.` and initials do not end one)."""
+    found, start = [], 0
+    for match in _SENTENCE_END.finditer(line):
+        if _ABBREVIATION.search(line, max(start, match.start() - 6), match.start()):  # the tail only: linear
+            continue
+        found.append(line[start : match.end(1)].strip())
+        start = match.end()
+    found.append(line[start:].strip())
+    return [s for s in found if s]
+
+
+def chunk_headings(note: ContextNote) -> dict[int, str]:
+    """Line number -> section, for each `Title > Heading > Path` line that opens a chunk of the note's context
+    (the first line, and a line after a blank one); `""` for a chunk of the note's opening text."""
+    lines = note.text.split("\n")
+    found = {}
+    for i, line in enumerate(lines):
+        if i and lines[i - 1].strip():
+            continue
+        if line == note.title:
+            found[i] = ""
+        elif line.startswith(note.title + " > "):
+            found[i] = line.rsplit(" > ", 1)[-1].strip()
+    return found
+
+
+def passages(note: ContextNote, rank: int = 0) -> list[Passage]:
+    """The note's quotable passages in order: sentences of paragraphs and list items, and table body rows."""
+    lines = note.text.split("\n")
+    openers = chunk_headings(note)
+    tokens = _BLOCKS.parse("\n".join("" if i in openers else line for i, line in enumerate(lines)))
+    title = frozenset(terms(note.title))
+    blocks = [(line, -1) for line in openers]
+    blocks += [(t.map[0], i) for i, t in enumerate(tokens) if t.map and t.type == "inline"]
+    found: list[Passage] = []
+    heading, header = "", frozenset[str]()
+    for line, index in sorted(blocks):
+        if index < 0:
+            heading = openers[line]
+            continue
+        token, parent, context = tokens[index], tokens[index - 1].type, title | frozenset(terms(heading))
+        if parent == "heading_open":
+            heading = token.content.strip()
+        elif parent == "th_open":  # the header row: its words go with every body row of the table
+            header = (frozenset() if tokens[index - 2].type == "tr_open" else header) | frozenset(terms(token.content))
+        elif parent == "td_open" and tokens[index - 2].type == "tr_open":  # a body row, quoted whole
+            found += _row(note, rank, heading, lines[line], context | header)
+        elif parent == "paragraph_open":
+            found += _paragraph(note, rank, heading, token, lines, context)
+    return found
+
+
+def _row(note: ContextNote, rank: int, heading: str, line: str, context: frozenset[str]) -> list[Passage]:
+    text = line.strip().strip("|").strip()
+    return [] if _TABLE_RULE.match(text) else _passage(note, rank, heading, text, context)
+
+
+def _paragraph(
+    note: ContextNote, rank: int, heading: str, token: Token, lines: Sequence[str], context: frozenset[str]
+) -> list[Passage]:
+    """The sentences of each line of a paragraph, each a slice of the note's own line."""
+    found: list[Passage] = []
+    first = token.map[0] if token.map else 0
+    for offset, content in enumerate(token.content.split("\n")):
+        source = lines[first + offset] if first + offset < len(lines) else content
+        at = source.find(content.strip())
+        line = source[at : at + len(content.strip())] if at >= 0 and content.strip() else ""
+        line = _CALLOUT.sub("", line)
+        for sentence in sentences(line):
+            found += _passage(note, rank, heading, sentence, context)
+    return found
+
+
+def _passage(note: ContextNote, rank: int, heading: str, text: str, context: frozenset[str]) -> list[Passage]:
+    words = Counter(terms(text))
+    return [Passage(rank, note, heading, text, words, context)] if words else []
+
+
+def score(question: str, candidates: Sequence[Passage], *, rank_weight: float = RANK_WEIGHT) -> list[Scored]:
+    """Every passage scored against the question, best first (see the module docstring)."""
+    query = list(dict.fromkeys(terms(question)))
+    if not query or not candidates:
+        return []
+    n = len(candidates)
+    lengths = [sum(p.terms.values()) for p in candidates]
+    average = sum(lengths) / n
+    df = Counter(t for p in candidates for t in set(p.terms) | p.context if t in query)
+    idf = {t: math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in query}
+    total = sum(idf.values())
+    scored = []
+    for p, length in zip(candidates, lengths, strict=True):
+        norm = K1 * (1 - B + B * length / average)
+        bm25 = 0.0
+        for t in query:
+            tf = p.terms.get(t, 0) + (CONTEXT_TF if t in p.context else 0.0)
+            if tf:
+                bm25 += idf[t] * tf * (K1 + 1) / (tf + norm)
+        scored.append(Scored(p, bm25 / total, bm25 / total + rank_weight / (1 + p.rank), bm25))
+    return sorted(scored, key=lambda s: -s.score)
+
+
+def choose(ranked: Sequence[R], threshold: float, support: Support = Support.SHARE) -> list[R]:
+    """The best passage and those within `RATIO` of it, three at most, each with `support` at `threshold` or
+    more; [] (refuse) when the best one has less. A passage sharing no word with the question never counts."""
+    measure = _SUPPORT[support]
+    ranked = [s for s in ranked if measure(s) > 0]
+    if not ranked or measure(ranked[0]) < threshold:
+        return []
+    chosen: list[R] = []
+    for s in ranked:
+        if len(chosen) == MAX_QUOTES or s.score < RATIO * ranked[0].score:
+            break
+        if measure(s) >= threshold and all(s.text != c.text for c in chosen):
+            chosen.append(s)
+    return chosen
+
+
+class ExtractAnswerer:
+    """Answers quoted from the context: no model, no load, one answerer for any number of questions."""
+
+    model = MODEL
+    notice: str | None = None
+
+    def __init__(
+        self,
+        *,
+        threshold: float = THRESHOLD,
+        rank_weight: float = RANK_WEIGHT,
+        typed: bool = TYPED,
+        support: str = SUPPORT,
+    ) -> None:
+        self.threshold, self.rank_weight, self.typed, self.support = threshold, rank_weight, typed, Support(support)
+
+    def rank(self, question: str, notes: Sequence[ContextNote]) -> list[Scored]:
+        """Every passage of the context scored against the question, best first; with `typed`, a quantity
+        question keeps only the passages that name a number."""
+        candidates = [p for rank, note in enumerate(notes) for p in passages(note, rank)]
+        ranked = score(question, candidates, rank_weight=self.rank_weight)
+        return [s for s in ranked if s.quantity] if self.typed and wants_quantity(question) else ranked
+
+    def answer(self, question: str, notes: Sequence[ContextNote], *, on_token: OnToken = None) -> Answer:
+        start = time.perf_counter()
+        ranked = self.rank(question, notes)
+        chosen = choose(ranked, self.threshold, self.support)
+        citations = tuple(dict.fromkeys(s.passage.citation for s in chosen))
+        lines = [f'{s.passage.citation.label}: "{s.passage.text}" [{citations.index(s.passage.citation) + 1}]'
+                 for s in chosen]  # fmt: skip
+        text = "\n".join(lines) or NOT_FOUND
+        if on_token is not None:
+            on_token(text)
+        best = _SUPPORT[self.support](ranked[0]) if ranked else 0.0
+        raw = {"support": round(best, 4), "measure": str(self.support), "threshold": self.threshold,
+               "quotes": [{"ref": s.passage.citation.ref, "text": s.passage.text, "bm25": round(s.bm25, 4),
+                           "raw": round(s.raw, 4), "score": round(s.score, 4)} for s in chosen]}  # fmt: skip
+        return Answer(
+            text=text,
+            citations=citations,
+            finish_reason="stop",
+            prompt_tokens=0,
+            completion_tokens=0,
+            seconds=time.perf_counter() - start,
+            model=MODEL,
+            not_found=not_found(text, flag=not chosen, cited=bool(citations)),
+            raw=json.dumps(raw, ensure_ascii=False),
+        )

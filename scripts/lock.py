@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import subprocess
 import sys
 import tempfile
@@ -24,12 +23,11 @@ ROOT = Path(__file__).resolve().parents[1]
 LOCK = ROOT / "requirements.lock"
 EXTRAS = "ask,eval,serve,offline,dev"
 TORCH = "torch==2.13.0"
+sys.path.insert(0, str(ROOT))  # the lock's reader is the one `vault2okf doctor` uses, before any install
+from vault2okf.doctor import canonical, read_lock  # noqa: E402
+
 # Installed by `python -m venv` and never part of the lock.
 UNLOCKED = {"pip", "vault2okf"}
-
-
-def canonical(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def resolve(python: str) -> dict[str, str]:
@@ -43,16 +41,6 @@ def resolve(python: str) -> dict[str, str]:
         data = json.loads(report.read_text())
     pins = {canonical(item["metadata"]["name"]): item["metadata"]["version"] for item in data["install"]}
     return {name: version for name, version in sorted(pins.items()) if name not in UNLOCKED}
-
-
-def read_lock(path: Path = LOCK) -> dict[str, str]:
-    pins = {}
-    for line in path.read_text().splitlines():
-        line = line.split("#", 1)[0].strip()
-        if line:
-            name, _, version = line.partition("==")
-            pins[canonical(name)] = version.strip()
-    return pins
 
 
 def installed(python: str) -> dict[str, str]:
@@ -75,7 +63,7 @@ def write(python: str) -> None:
 
 
 def check(python: str) -> int:
-    want, have = read_lock(), installed(python)
+    want, have = read_lock(LOCK), installed(python)
     problems = [f"{n}: locked {v}, installed {have.get(n, 'nothing')}" for n, v in want.items() if have.get(n) != v]
     problems += [f"{n}: installed {v}, not in the lock" for n, v in have.items() if n not in want]
     for line in problems:

@@ -9,6 +9,7 @@ makes the command exit 1; a `warn` is something a user may want (BGE-M3's weight
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -42,28 +43,38 @@ def python_check() -> Check:
     return Check("python", OK, f"Python {version} at {sys.executable}")
 
 
-def _canonical(name: str) -> str:
-    return name.replace("_", "-").replace(".", "-").lower()
+def canonical(name: str) -> str:
+    """A distribution's name as pip compares them (PEP 503): ``Jinja2``, ``typing_extensions`` -> lower, ``-``."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def read_lock(path: Path) -> dict[str, str]:
+    """``requirements.lock``: package -> pinned version (scripts/lock.py writes and checks it with this too)."""
+    pins = {}
+    for line in path.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            name, _, version = line.partition("==")
+            pins[canonical(name)] = version.strip()
+    return pins
+
+
+_REQUIREMENT = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+_EXTRA = re.compile(r"extra\s*==\s*['\"]([^'\"]+)['\"]")
 
 
 def package_checks() -> list[Check]:
     """The packages vault2okf needs (and those of its extras), with versions; against the lock in a checkout."""
-    requires = metadata.requires("vault2okf") or []
     wanted: dict[str, str | None] = {}  # package -> the extra that asks for it (None: always needed)
-    for line in requires:
+    for line in metadata.requires("vault2okf") or []:
         spec, _, marker = line.partition(";")
-        name = _canonical(spec.split("[")[0].split("<")[0].split(">")[0].split("=")[0].split("!")[0].strip())
-        extra = marker.split("extra ==")[-1].strip().strip("'\"") if "extra ==" in marker else None
+        name = canonical(_REQUIREMENT.match(spec).group(1))  # type: ignore[union-attr]
+        extra = _EXTRA.search(marker)
         if name not in wanted or extra is None:
-            wanted[name] = extra
-    versions: dict[str, str] = {}
-    missing_core: list[str] = []
-    missing_extra: list[str] = []
-    for name, extra in wanted.items():
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            (missing_extra if extra else missing_core).append(f"{name} ({extra})" if extra else name)
+            wanted[name] = extra.group(1) if extra else None
+    missing = [(name, extra) for name, extra in wanted.items() if _installed(name) is None]
+    missing_core = [name for name, extra in missing if extra is None]
+    missing_extra = [(name, extra) for name, extra in missing if extra is not None]
     key = ("duckdb", "chromadb", "flagembedding", "transformers", "torch", "llama-cpp-python", "mcp")
     shown = ", ".join(f"{n} {_installed(n)}" for n in key if _installed(n))
     checks = []
@@ -72,9 +83,9 @@ def package_checks() -> list[Check]:
     else:
         checks.append(Check("packages", OK, f"vault2okf {_installed('vault2okf') or '?'}; {shown}"))
     if missing_extra:
-        extras = sorted({m.split("(")[1].rstrip(")") for m in missing_extra})
+        extras = sorted({extra for _, extra in missing_extra})
         checks.append(Check(
-            "extras", WARN, f"not installed: {', '.join(missing_extra)}",
+            "extras", WARN, f"not installed: {', '.join(f'{n} ({e})' for n, e in missing_extra)}",
             f"pip install 'vault2okf[{','.join(extras)}]' (or make install in a checkout)",
         ))  # fmt: skip
     lock = ROOT / "requirements.lock"
@@ -91,12 +102,7 @@ def _installed(name: str) -> str | None:
 
 
 def lock_check(lock: Path) -> Check:
-    pins = {}
-    for line in lock.read_text().splitlines():
-        line = line.split("#", 1)[0].strip()
-        if "==" in line:
-            name, _, version = line.partition("==")
-            pins[_canonical(name)] = version.strip()
+    pins = read_lock(lock)
     differ = [f"{n} {_installed(n) or 'missing'} (locked {v})" for n, v in pins.items() if _installed(n) != v]
     if differ:
         shown = ", ".join(differ[:5]) + (f" and {len(differ) - 5} more" if len(differ) > 5 else "")

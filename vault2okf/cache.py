@@ -299,8 +299,8 @@ def _intact(path: Path, offset: int, size: int, digest: bytes) -> bool:
 
 
 class _Hashing:
-    """A file read through ``readinto``/``read`` (what marshal.load calls), hashing every byte it hands out and
-    never going past ``limit`` bytes."""
+    """A file read through ``readinto`` and ``read`` (marshal.load calls ``read(0)`` first, then ``readinto``),
+    hashing every byte it hands out and never going past ``limit`` bytes."""
 
     def __init__(self, fh: Any, limit: int) -> None:
         self.fh, self.left, self.sha = fh, limit, hashlib.sha256()
@@ -317,9 +317,6 @@ class _Hashing:
         self.sha.update(data)
         self.left -= len(data)
         return data
-
-    def readline(self) -> bytes:  # marshal never calls it; here so the object is file-like enough
-        raise OSError("not supported")
 
 
 def _body(path: Path, offset: int, size: int, digest: bytes) -> Body:

@@ -27,6 +27,7 @@ from vault2okf.cache import (
     ConvertCache,
     NoteState,
     cache_key,
+    cache_path,
     output_sig,
     suggest_key,
     universe_digest,
@@ -133,16 +134,7 @@ def _convert(vault: Path, out: Path, config_path: Path | None, force: bool, full
     with b.bundle_lock(out, "converting"):  # one convert or index of a bundle at a time
         b.prepare_output(vault, out, force=force)
         key = cache_key(vault, vault.name, config)
-        notices: tuple[str, ...] = ()
-        try:
-            old = None if full or force else load_cache(out, key)
-        except CacheDamaged as damage:
-            old, notices = None, (f"the convert cache was damaged ({damage}); every note was converted again",)
-        unchanged = old is not None and old.unchanged(walk, out)
-        if old is not None and unchanged and not old.intact():  # the report would be read from its body
-            old, unchanged = None, False
-            notices = ("the convert cache was damaged (its body is not the one written); every note was converted "
-                       "again",)  # fmt: skip
+        old, unchanged, notices = (None, False, ()) if full or force else _last_cache(out, key, walk)
         if old is not None and unchanged:
             clock.lap("check")
             last = old
@@ -152,12 +144,6 @@ def _convert(vault: Path, out: Path, config_path: Path | None, force: bool, full
 
             links, totals = old.summary["links"], old.summary["totals"]
             return ConvertResult(out, len(walk.notes), links, load, clock.total(), clock.laps, True, 0, totals)
-        if old is not None:
-            try:
-                old.loaded  # noqa: B018 - the body, checked against its digest, before anything trusts it
-            except CacheDamaged as damage:
-                old = None
-                notices = (f"the convert cache was damaged ({damage}); every note was converted again",)
         run = _Run(vault, out, walk, config, old, clock)
         stage = b.staging_dir(out)
         try:
@@ -173,6 +159,24 @@ def _convert(vault: Path, out: Path, config_path: Path | None, force: bool, full
     report = run.report
     done = ConvertResult(out, len(walk.notes), len(run.records), lambda: report, clock.total(), clock.laps)
     return replace(done, reused=run.reused, notices=notices)
+
+
+def _last_cache(out: Path, key: str, walk: Walk) -> tuple[ConvertCache | None, bool, tuple[str, ...]]:
+    """The last convert's cache, checked against its digests before anything trusts it; whether nothing changed
+    since (then only its body's bytes are hashed, for the report read from it; else the body is decoded now); and
+    the notice of a damaged one, which counts as none."""
+    try:
+        old = load_cache(out, key)
+        if old is None:
+            return None, False, ()
+        if old.unchanged(walk, out):
+            if not old.intact():
+                raise CacheDamaged(f"{cache_path(out)}: its body is not the one written")
+            return old, True, ()
+        old.loaded  # noqa: B018 - the body, decoded and checked against its digest
+        return old, False, ()
+    except CacheDamaged as damage:
+        return None, False, (f"the convert cache was damaged ({damage}); every note was converted again",)
 
 
 class _Run:

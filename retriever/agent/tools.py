@@ -671,16 +671,11 @@ def _capped(column: str, kind: str, limit: int) -> str:
     characters, a list to its first 50 items; any other nested value as its text, cut the same way."""
     if kind == "VARCHAR":
         return f"left({column}, {limit + 1})"
-    if kind == "JSON":
-        return f"left(CAST({column} AS VARCHAR), {limit + 1})"
     if _SCALAR_LIST.match(kind):
         first = f"list_slice({column}, 1, {_LIST_ITEMS})"
         return f"list_transform({first}, lambda x: left(x, {limit + 1}))" if kind == "VARCHAR[]" else first
-    if (
-        kind == "BLOB"
-        or any(mark in kind for mark in ("[", "(", "STRUCT", "MAP", "UNION"))
-        and not kind.startswith(("DECIMAL", "ENUM"))
-    ):
+    nested = ("[" in kind or "(" in kind) and not kind.startswith(("DECIMAL", "ENUM"))  # LIST, STRUCT, MAP, UNION
+    if nested or kind in ("JSON", "BLOB"):
         return f"left(CAST({column} AS VARCHAR), {limit + 1})"
     return column
 

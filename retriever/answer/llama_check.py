@@ -86,24 +86,22 @@ class Probe:
 
 def cpu_flags() -> frozenset[str]:
     """The instruction-set flags of this CPU (Linux: /proc/cpuinfo; elsewhere empty)."""
-    try:
-        text = Path("/proc/cpuinfo").read_text(errors="replace")
-    except OSError:
-        return frozenset()
-    for line in text.splitlines():
-        if line.startswith("flags"):
-            return frozenset(line.partition(":")[2].split())
-    return frozenset()
+    return frozenset(_cpuinfo("flags").split())
 
 
 def cpu_name() -> str:
+    return _cpuinfo("model name") or platform.processor() or platform.machine()
+
+
+def _cpuinfo(key: str) -> str:
+    """The value of ``key`` for the first CPU in /proc/cpuinfo; "" when there is none."""
     try:
         for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():
-            if line.startswith("model name"):
+            if line.startswith(key):
                 return line.partition(":")[2].strip()
     except OSError:
         pass
-    return platform.processor() or platform.machine()
+    return ""
 
 
 @lru_cache(maxsize=1)

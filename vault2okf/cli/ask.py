@@ -10,7 +10,16 @@ import typer
 
 from retriever.answer.base import Answer, AnswerSpec, Backend
 from retriever.retrieve import Retriever, SearchSpec
-from vault2okf.cli.options import BUNDLE, CHROMA_URL, NO_AGENT, QUESTION, answer_options, check_question, search_options
+from vault2okf.cli.options import (
+    BUNDLE,
+    CHROMA_URL,
+    NO_AGENT,
+    QUESTION,
+    answer_options,
+    check_question,
+    say_notice,
+    search_options,
+)
 
 
 @search_options
@@ -42,6 +51,7 @@ def ask_cmd(
         raise typer.BadParameter(NO_AGENT, param_hint="'--agent'")
     check_answerer(answer.llm, model=answer.model)  # a missing GGUF or model ID fails here, before any model loads
     retriever = Retriever.open(bundle, chroma_url=chroma_url)
+    say_notice(retriever.notice)
     retriever.prepare(spec)
     if agent:  # retriever/agent/loop.py: the model calls the tool layer, then answers from what it returned
         _ask_agent(bundle, question, retriever, spec, answer, steps=steps, prefetch=prefetch, as_json=as_json)
@@ -99,12 +109,6 @@ def render_sources(answer: Answer) -> list[str]:
         anchor = f"#{c.heading}" if c.heading else ""
         lines.append(f"  [{number}] {c.label} — {c.path}{anchor}")
     return lines
-
-
-def say_notice(notice: str | None) -> None:
-    """A model's notice (the tiny packaged model is in use), on stderr."""
-    if notice:
-        typer.echo(f"note: {notice}", err=True)
 
 
 def _print_token(token: str) -> None:

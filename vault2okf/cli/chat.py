@@ -22,8 +22,7 @@ from retriever.answer.ask import AskResult, ask
 from retriever.answer.base import Answerer, AnswerSpec
 from retriever.errors import RetrieverError
 from retriever.retrieve import Retrieval, Retriever, SearchSpec
-from vault2okf.cli.ask import say_notice
-from vault2okf.cli.options import BUNDLE, CHROMA_URL, answer_options, search_options
+from vault2okf.cli.options import BUNDLE, CHROMA_URL, answer_options, say_notice, search_options
 from vault2okf.cli.search import hit_lines
 
 PROMPT = "> "
@@ -182,6 +181,7 @@ def chat_cmd(
     check_answerer(answer.llm, model=answer.model)  # a missing GGUF or model ID fails here, before any model loads
     started = time.perf_counter()
     retriever = Retriever.open(bundle, chroma_url=chroma_url)
+    say_notice(retriever.notice)
     retriever.prepare(spec)
     retriever.embed("warm up")  # the first question pays no one-time set-up of the embedder
     answerer = answer.answerer()  # after --verbose: llama.cpp's log lines too

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from retriever.retrieve import Retrieval, Retriever, SearchSpec
-from vault2okf.cli.options import BUNDLE, CHROMA_URL, QUESTION, check_question, search_options
+from vault2okf.cli.options import BUNDLE, CHROMA_URL, QUESTION, check_question, say_notice, search_options
 
 
 @search_options
@@ -23,6 +23,7 @@ def search_cmd(
     """Retrieve the notes for QUESTION: each with score, via (vector | hop) and tokens."""
     check_question(question)
     retriever = Retriever.open(bundle, chroma_url=chroma_url)
+    say_notice(retriever.notice)
     retriever.prepare(spec)
     retrieval = retriever.search(question, spec)
     if as_json:

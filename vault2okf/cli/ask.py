@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
+import time
 from pathlib import Path
 
 import typer
 
 from retriever.answer.base import Answer, AnswerSpec, Backend
-from retriever.retrieve import Retriever, SearchSpec
+from retriever.retrieve import Retrieval, Retriever, SearchSpec
 from vault2okf.cli.options import (
     BUNDLE,
     CHROMA_URL,
@@ -59,16 +61,35 @@ def ask_cmd(
     answerer = answer.answerer()
     say_notice(answerer.notice)
     stream = None if as_json else _print_token
-    concepts = retriever.graph.concepts
-    result = ask(question, lambda q: retriever.search(q, spec), answerer, on_token=stream, concepts=concepts)
+    early = not as_json and sys.stdout.isatty()  # a person watching: the sources while the model loads
+    result = ask(
+        question, lambda q: retriever.search(q, spec), answerer, on_token=stream, concepts=retriever.graph.concepts,
+        on_retrieved=_print_retrieved if early else None, started=process_started(),
+    )  # fmt: skip
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
         return
     typer.echo("")
     for line in render_sources(result.answer):
         typer.echo(line)
-    for hit in result.retrieval.hits:
+    if not early:
+        _print_retrieved(result.retrieval)
+
+
+def _print_retrieved(retrieval: Retrieval) -> None:
+    for hit in retrieval.hits:
         typer.echo(f"  [{hit.via}] {hit.title} ({hit.doc_path})", err=True)
+
+
+def process_started() -> float:
+    """This process's start as a ``time.perf_counter()`` value (Linux: /proc/self/stat, to 10 ms), so timings can
+    count the interpreter's start and the imports too; elsewhere, now."""
+    try:
+        fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return time.perf_counter()
+    return time.perf_counter() - max(age, 0.0)
 
 
 def _ask_agent(

@@ -114,6 +114,25 @@ def test_a_fresh_search_imports_neither_torch_transformers_nor_flagembedding(bun
     assert hits == [h.note_id for h in _flag_retriever(bundle, minilm).search(QUESTIONS[0], DEFAULT_SPEC).hits]
 
 
+TOOL_PROBE = """
+import json, sys
+from pathlib import Path
+from retriever.agent.tools import BundleTools
+hits = BundleTools(Path(sys.argv[1])).search(sys.argv[2])
+loaded = sorted(m for m in sys.modules if m.split(".")[0] in sys.argv[3].split(","))
+print(json.dumps({"loaded": loaded, "onnxruntime": "onnxruntime" in sys.modules, "hits": hits}))
+"""
+
+
+def test_the_agents_search_tool_embeds_without_torch(bundle: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    command = [sys.executable, "-c", TOOL_PROBE, str(bundle), QUESTIONS[0], ",".join(NO_TORCH)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert found["loaded"] == [] and found["onnxruntime"] and found["hits"]
+
+
 def test_index_exports_only_when_the_encoder_is_missing_or_stale(copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from retriever import index as index_module
 

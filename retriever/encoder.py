@@ -66,10 +66,10 @@ def encoder_dir(bundle_dir: Path | str) -> Path:
     return Path(bundle_dir) / ".vault2okf" / "encoder"
 
 
-def read_settings(bundle_dir: Path | str) -> EncoderSettings | None:
-    """The settings of the bundle's encoder; None when there is none or it is unreadable."""
+def read_settings(folder: Path) -> EncoderSettings | None:
+    """The settings of the encoder in ``folder``; None when there are none or they are unreadable."""
     try:
-        return EncoderSettings.read(encoder_dir(bundle_dir) / SETTINGS_FILE)
+        return EncoderSettings.read(folder / SETTINGS_FILE)
     except (OSError, ValueError, TypeError, KeyError):
         return None
 
@@ -153,7 +153,7 @@ def load_encoder(bundle_dir: Path | str, embedder: str, spec: str) -> tuple[Onnx
     if unusable:
         return None, f"{unusable}: {fallback}"
     try:
-        settings = read_settings(bundle_dir)
+        settings = read_settings(folder)
         if settings is None:
             raise ValueError(f"{SETTINGS_FILE} is unreadable")
         encoder = OnnxEncoder(folder, settings)
@@ -183,7 +183,7 @@ def encoder_notice(bundle_dir: Path | str) -> str | None:
 def _unusable(folder: Path, embedder: str, spec: str) -> str | None:
     if not (folder / SETTINGS_FILE).is_file():
         return f"no question encoder in {folder}"
-    settings = read_settings(folder.parent.parent)
+    settings = read_settings(folder)
     if settings is not None and not is_current(settings, embedder, spec, embedder_fingerprint(spec)):
         return f"the question encoder in {folder} is stale"
     return None

@@ -42,18 +42,16 @@ class ExportError(RetrieverError):
     """The embedder cannot be exported (not a FlagEmbedding model, no fast tokenizer, onnx missing)."""
 
 
-def ensure_encoder(
-    bundle_dir: Path | str, embedder: str, spec: str, load: Callable[[], Embedder]
-) -> tuple[bool, str | None]:
-    """Export the question encoder unless a current one is there: (whether one was written, a notice when it
-    could not be). ``load`` gives the index's embedder (already loaded when anything was embedded)."""
+def ensure_encoder(bundle_dir: Path | str, embedder: str, spec: str, load: Callable[[], Embedder]) -> str | None:
+    """Export the question encoder unless a current one is there; a notice when it could not be written.
+    ``load`` gives the index's embedder (already loaded when anything was embedded)."""
     if load_encoder(bundle_dir, embedder, spec)[0] is not None:  # current, and it loads and embeds
-        return False, None
+        return None
     try:
         export_encoder(bundle_dir, load(), embedder_fingerprint(spec) or "")
     except ExportError as error:
-        return False, f"no question encoder written ({error}): search and ask will load FlagEmbedding"
-    return True, None
+        return f"no question encoder written ({error}): search and ask will load FlagEmbedding"
+    return None
 
 
 def export_encoder(bundle_dir: Path | str, embedder: Embedder, fingerprint: str) -> Path:

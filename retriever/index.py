@@ -128,7 +128,7 @@ def _question_encoder(bundle_dir: Path | str, info: IndexInfo, device: str) -> t
 
     spec = info.embedder_spec
     try:
-        _, notice = ensure_encoder(bundle_dir, info.embedder, spec, lambda: get_embedder(spec, device=device))
+        notice = ensure_encoder(bundle_dir, info.embedder, spec, lambda: get_embedder(spec, device=device))
     except OSError as error:  # the index is written; only the encoder is not
         notice = f"no question encoder written ({error}): search and ask will load FlagEmbedding"
     return (notice,) if notice else ()

@@ -55,6 +55,8 @@ class Via(StrEnum):
 class Budget:
     """The most context a method may use; None means no limit on that axis.
 
+    ``notes`` and ``tokens`` cap the whole context: the vector stage keeps its hits best first while they fit
+    (a hit too big for what is left is skipped, the same rule as the hop's), and the hop fills what is left.
     ``match=K`` also caps the hop, question by question, at the tokens that plain vector search at k=K spends
     on the same question: a union then never hands over more tokens of context than ``vector@K`` would, so
     "it retrieves more" cannot pass for "it retrieves better". Tokens are the cost that matters to the answerer;
@@ -151,6 +153,7 @@ class Retrieval:
     k: int
     ranker: str | None
     timings: dict[str, float] = field(default_factory=dict)  # milliseconds
+    left_out: int = 0  # vector hits the budget had no room for
 
     @property
     def notes(self) -> int:
@@ -253,7 +256,8 @@ class Retriever:
         t = time.perf_counter()
         match = spec.budget.match if spec.mode is not Mode.VECTOR else None
         dense = self.table.nearest(qvec, max(_dense_k(spec.vector_k, spec.seeds, spec.dedup), match or 0))
-        first = self._vector(question, dense, spec.vector_k, spec.seeds, dedup=spec.dedup)
+        found = self._vector(question, dense, spec.vector_k, spec.seeds, dedup=spec.dedup)
+        first = _fit(found, spec.budget)
         timings["vector_ms"] = _ms(t)
         hits = first
         if spec.mode is not Mode.VECTOR:
@@ -262,7 +266,7 @@ class Retriever:
             timings["hop_ms"] = _ms(t)
         timings["retrieve_ms"] = round(sum(v for key, v in timings.items() if key != "embed_ms"), 3)
         ranker = None if spec.mode is Mode.VECTOR else spec.ranker
-        return Retrieval(tuple(hits), spec.mode, spec.k, ranker, timings)
+        return Retrieval(tuple(hits), spec.mode, spec.k, ranker, timings, left_out=len(found) - len(first))
 
     def _vector(self, question: str, dense: list[ChunkHit], k: int, seeds: Seeds, *, dedup: bool = False) -> list[Hit]:
         """The vector stage's notes, from ``dense``: the nearest chunks, at least ``_dense_k`` of them, best first."""
@@ -352,6 +356,20 @@ class Retriever:
             tokens += size
             added.append(self._make_hit(note, scores[note], Via.HOP, [(self.table.texts[row], size)]))
         return added
+
+
+def _fit(hits: list[Hit], budget: Budget) -> list[Hit]:
+    """The vector stage's hits, best first, while they fit ``budget`` (one too big for what is left is skipped)."""
+    kept: list[Hit] = []
+    tokens = 0
+    for hit in hits:
+        if budget.notes is not None and len(kept) >= budget.notes:
+            break
+        if budget.tokens is not None and tokens + hit.tokens > budget.tokens:
+            continue
+        tokens += hit.tokens
+        kept.append(hit)
+    return kept
 
 
 def _dense_k(k: int, seeds: Seeds, dedup: bool) -> int:

@@ -32,6 +32,7 @@ class AskResult:
                 "ranker": self.retrieval.ranker,
                 "notes": self.retrieval.notes,
                 "tokens": self.retrieval.tokens,
+                "left_out": self.retrieval.left_out,
             },
             "model": self.answer.model,
             "finish_reason": self.answer.finish_reason,

@@ -34,6 +34,7 @@ def ask_cmd(
     """Answer QUESTION from the notes, citing them; says 'not found in the vault' when they do not hold it."""
     from retriever.answer.ask import ask
     from retriever.answer.base import check_answerer
+    from vault2okf.cli.search import searched
 
     check_question(question)
     if prefetch and not agent:
@@ -50,7 +51,7 @@ def ask_cmd(
     say_notice(answerer.notice)
     stream = None if as_json else _print_token
     concepts = retriever.graph.concepts
-    result = ask(question, lambda q: retriever.search(q, spec), answerer, on_token=stream, concepts=concepts)
+    result = ask(question, lambda q: searched(retriever, q, spec), answerer, on_token=stream, concepts=concepts)
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
         return

@@ -24,11 +24,11 @@ def search_cmd(
     check_question(question)
     retriever = Retriever.open(bundle, chroma_url=chroma_url)
     retriever.prepare(spec)
-    retrieval = retriever.search(question, spec)
+    retrieval = searched(retriever, question, spec)
     if as_json:
         payload = {"question": question, "mode": retrieval.mode, "k": spec.k, "ranker": retrieval.ranker,
-                   "notes": retrieval.notes, "tokens": retrieval.tokens, "timings_ms": retrieval.timings,
-                   "hits": [h.to_json() for h in retrieval.hits]}  # fmt: skip
+                   "notes": retrieval.notes, "tokens": retrieval.tokens, "left_out": retrieval.left_out,
+                   "timings_ms": retrieval.timings, "hits": [h.to_json() for h in retrieval.hits]}  # fmt: skip
         typer.echo(json.dumps(payload, indent=2, ensure_ascii=False))
         return
     for line in hit_lines(retrieval):
@@ -42,3 +42,14 @@ def hit_lines(retrieval: Retrieval) -> list[str]:
         f"{rank:>3}. {hit.score:7.3f}  {hit.via:<6} {hit.tokens:>5} tok  {hit.vault_path}"
         for rank, hit in enumerate(retrieval.hits, start=1)
     ]
+
+
+def searched(retriever: Retriever, question: str, spec: SearchSpec) -> Retrieval:
+    """``retriever.search``, saying on stderr when the budget left retrieved notes out (``search``, ``ask``)."""
+    retrieval = retriever.search(question, spec)
+    if retrieval.left_out:
+        b = spec.budget
+        caps = ", ".join(f"--max-{what} {cap}" for what, cap in (("notes", b.notes), ("tokens", b.tokens)) if cap)
+        what = "no retrieved note fits" if not retrieval.hits else f"{retrieval.left_out} retrieved notes do not fit"
+        typer.echo(f"note: {what} the context budget ({caps})", err=True)
+    return retrieval

@@ -184,6 +184,7 @@ class Retriever:
         self.embedder = embedder
         self.graph = graph
         self.lexical_file = lexical_file  # the BM25 indexes `index` saved beside the table (`Lexical.save`)
+        self.notices: tuple[str, ...] = ()  # what a search should say about the index (`index.index_notices`)
         if table is None:
             if store is None:
                 raise RetrieverError("a Retriever needs a chunk table or a store to read one from")
@@ -199,12 +200,14 @@ class Retriever:
     ) -> Retriever:
         """Open an indexed bundle; the bundle and its schema are checked before the embedder loads."""
         from retriever.embed import get_embedder
-        from retriever.index import lexical_path, open_table
+        from retriever.index import index_notices, lexical_path, open_table
 
         graph = graph or load_graph(bundle)
         info, table, store = open_table(bundle, chroma_url=chroma_url)
         embedder = get_embedder(info.embedder_spec, device=device)
-        return cls(bundle, store, embedder, graph, table, lexical_path(bundle, info.collection))
+        opened = cls(bundle, store, embedder, graph, table, lexical_path(bundle, info.collection))
+        opened.notices = tuple(index_notices(bundle, info, table, store))
+        return opened
 
     @cached_property
     def lexical(self) -> Lexical:

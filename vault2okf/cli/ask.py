@@ -34,7 +34,7 @@ def ask_cmd(
     """Answer QUESTION from the notes, citing them; says 'not found in the vault' when they do not hold it."""
     from retriever.answer.ask import ask
     from retriever.answer.base import check_answerer
-    from vault2okf.cli.search import searched
+    from vault2okf.cli.search import open_retriever, searched
 
     check_question(question)
     if prefetch and not agent:
@@ -42,7 +42,7 @@ def ask_cmd(
     if agent and answer.llm == Backend.EXTRACT:
         raise typer.BadParameter(NO_AGENT, param_hint="'--agent'")
     check_answerer(answer.llm, model=answer.model)  # a missing GGUF or model ID fails here, before any model loads
-    retriever = Retriever.open(bundle, chroma_url=chroma_url)
+    retriever = open_retriever(bundle, chroma_url)
     retriever.prepare(spec)
     if agent:  # retriever/agent/loop.py: the model calls the tool layer, then answers from what it returned
         _ask_agent(bundle, question, retriever, spec, answer, steps=steps, prefetch=prefetch, as_json=as_json)

@@ -24,7 +24,7 @@ from retriever.errors import RetrieverError
 from retriever.retrieve import Retrieval, Retriever, SearchSpec
 from vault2okf.cli.ask import say_notice
 from vault2okf.cli.options import BUNDLE, CHROMA_URL, answer_options, search_options
-from vault2okf.cli.search import hit_lines
+from vault2okf.cli.search import hit_lines, open_retriever
 
 PROMPT = "> "
 HELP = "Enter a question, or /search QUESTION, /sources, /history, /help, /quit."
@@ -181,7 +181,7 @@ def chat_cmd(
         os.environ["VAULT2OKF_VERBOSE"] = "1"
     check_answerer(answer.llm, model=answer.model)  # a missing GGUF or model ID fails here, before any model loads
     started = time.perf_counter()
-    retriever = Retriever.open(bundle, chroma_url=chroma_url)
+    retriever = open_retriever(bundle, chroma_url)
     retriever.prepare(spec)
     retriever.embed("warm up")  # the first question pays no one-time set-up of the embedder
     answerer = answer.answerer()  # after --verbose: llama.cpp's log lines too

@@ -22,7 +22,7 @@ def search_cmd(
 ) -> None:
     """Retrieve the notes for QUESTION: each with score, via (vector | hop) and tokens."""
     check_question(question)
-    retriever = Retriever.open(bundle, chroma_url=chroma_url)
+    retriever = open_retriever(bundle, chroma_url)
     retriever.prepare(spec)
     retrieval = searched(retriever, question, spec)
     if as_json:
@@ -53,3 +53,12 @@ def searched(retriever: Retriever, question: str, spec: SearchSpec) -> Retrieval
         what = "no retrieved note fits" if not retrieval.hits else f"{retrieval.left_out} retrieved notes do not fit"
         typer.echo(f"note: {what} the context budget ({caps})", err=True)
     return retrieval
+
+
+def open_retriever(bundle: Path, chroma_url: str | None) -> Retriever:
+    """``Retriever.open``, saying on stderr what the index's state means for the results (``search``, ``ask``,
+    ``chat``): an ``index`` rewriting it now, or an interrupted one."""
+    retriever = Retriever.open(bundle, chroma_url=chroma_url)
+    for notice in retriever.notices:
+        typer.echo(f"note: {notice}", err=True)
+    return retriever

@@ -87,11 +87,12 @@ class Answer:
     model: str
     not_found: bool = False  # the one rule of `refusal.not_found`, decided when the answer was parsed
     raw: str = ""  # what the model returned before parsing (JSON for the structured backends)
+    flag: str = ""  # why a cited answer is not to be relied on (a note's planted reply, copied: `prompt.posed_by`)
 
     @property
     def supported(self) -> bool:
-        """A claim that cites at least one note of its context."""
-        return bool(self.citations) and not self.not_found
+        """A claim that cites at least one note of its context, and no flag against it."""
+        return bool(self.citations) and not self.not_found and not self.flag
 
 
 @dataclass(frozen=True)

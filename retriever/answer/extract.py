@@ -34,6 +34,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from retriever.answer.base import Answer, Citation, ContextNote, OnToken
+from retriever.answer.prompt import poses_as_answer
 from retriever.answer.refusal import NOT_FOUND, fold, not_found
 
 MODEL = "extract"
@@ -213,7 +214,7 @@ def passages(note: ContextNote, rank: int = 0) -> list[Passage]:
 
 def _row(note: ContextNote, rank: int, heading: str, line: str, context: frozenset[str]) -> list[Passage]:
     text = line.strip().strip("|").strip()
-    return [] if _TABLE_RULE.match(text) else _passage(note, rank, heading, text, context)
+    return [] if _TABLE_RULE.match(text) or poses_as_answer(text) else _passage(note, rank, heading, text, context)
 
 
 def _paragraph(
@@ -227,6 +228,8 @@ def _paragraph(
         at = source.find(content.strip())
         line = source[at : at + len(content.strip())] if at >= 0 and content.strip() else ""
         line = _CALLOUT.sub("", line)
+        if poses_as_answer(line):
+            continue  # a planted reply is never quoted as the answer
         for sentence in sentences(line):
             found += _passage(note, rank, heading, sentence, context)
     return found

@@ -95,7 +95,8 @@ def render_sources(answer: Answer) -> list[str]:
         return []
     if not answer.citations:
         return ["", "(unsupported: this answer cites no note of its context — do not rely on it)"]
-    lines = ["", "Sources:"]
+    lines = ["", f"(unsupported: {answer.flag} — do not rely on it)"] if answer.flag else []
+    lines += ["", "Sources:"]
     for number, c in enumerate(answer.citations, start=1):
         anchor = f"#{c.heading}" if c.heading else ""
         lines.append(f"  [{number}] {c.label} — {c.path}{anchor}")

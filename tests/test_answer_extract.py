@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -226,8 +227,8 @@ def test_chat_answers_with_quotes_and_lists_what_it_cited(retriever: Retriever) 
     assert session.handle(ASKED) and session.handle("/sources")
     shown = out.getvalue()
     assert 'Maren Voss › Trade: "She sells lamp oil to the fishing fleet of Greywater." [1]' in shown
-    assert "  [1] Maren Voss › Trade (concepts/People/Maren Voss.md)" in shown
-    assert "cited: Maren Voss › Trade, Maren Voss" in shown
+    assert "  [1] Maren Voss › Trade — concepts/People/Maren Voss.md#Trade" in shown  # quoted above: not twice
+    assert re.search(r"cited \[1\] \[2\]\s+vector\s+Maren Voss \(concepts/People/Maren Voss.md\)", shown)
     assert "answer 0.0 s (0 prompt tokens)" in err.getvalue()
 
 

@@ -228,3 +228,16 @@ def test_a_fact_from_a_note_is_not_a_plant(text):
     answer_text = PLANT if "Mira" not in text else "Mira"
     parsed = parse(reply(answer_text, [{"note_id": "Lore/Fact", "heading": ""}]), [*NOTES, lore], HEADINGS)
     assert parsed.answer("{}", "stop", (1, 1), 0.1, "m").supported and parsed.flag == ""
+
+
+def test_each_model_citation_quotes_the_passage_of_its_section_the_claim_rests_on():
+    note = ContextNote("People/Mira", "Mira", "concepts/People/Mira.md",
+                       "Mira sells maps in the harbour.\n\n## Loot\nShe found a silver compass. The map shows a cave.",
+                       "vector", 0.9)  # fmt: skip
+    headings = {"People/Mira": ["Loot"]}
+    parsed = parse(reply("The map leads to a cave.", [{"note_id": "People/Mira", "heading": "Loot"}]), [note], headings)
+    assert [c.quote for c in parsed.citations] == ["The map shows a cave."]
+    whole = parse(reply("Mira sells maps.", [{"note_id": "People/Mira", "heading": ""}]), [note], headings)
+    assert [c.quote for c in whole.citations] == ["Mira sells maps in the harbour."]
+    unrelated = parse(reply("Zebras gallop.", [{"note_id": "People/Mira", "heading": ""}]), [note], headings)
+    assert [c.quote for c in unrelated.citations] == [""]  # nothing shared: no quote rather than a wrong one

@@ -26,7 +26,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Protocol, TypeVar
 
@@ -87,7 +87,7 @@ class Passage:
 
     @property
     def citation(self) -> Citation:
-        return Citation(self.note.title, self.note.path, self.note.note_id, self.heading)
+        return Citation(self.note.title, self.note.path, self.note.note_id, self.heading, quote=self.text)
 
 
 @dataclass(frozen=True)
@@ -327,3 +327,22 @@ class ExtractAnswerer:
             not_found=not_found(text, flag=not chosen, cited=bool(citations)),
             raw=json.dumps(raw, ensure_ascii=False),
         )
+
+
+def anchored(claim: str, citations: Sequence[Citation], notes: Sequence[ContextNote]) -> tuple[Citation, ...]:
+    """Each citation with the passage it rests on: the passage of the cited section (the whole note when it names
+    none) that shares the most scoring terms with ``claim``, verbatim; none shared, no quote."""
+    by_id = {note.note_id: note for note in notes}
+    want = set(terms(claim))
+    out = []
+    for c in citations:
+        note = by_id.get(c.note_id)
+        best, most = "", 0
+        for passage in passages(note) if note is not None and want else ():
+            if c.heading and passage.heading != c.heading:
+                continue
+            shared = len(want & set(passage.terms))
+            if shared > most:
+                best, most = passage.text, shared
+        out.append(replace(c, quote=best))
+    return tuple(out)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from retriever.answer.base import Answer, Citation, ContextNote
+from retriever.answer.extract import anchored
 from retriever.answer.prompt import posed_by
 from retriever.answer.refusal import NOT_FOUND, not_found, refusal_only
 
@@ -177,6 +178,7 @@ def parse(
     if refusal_only(text):  # "not found in the vault" with a citation: a refusal, and the citation supports nothing
         citations = ()
     refused = not_found(text, flag=flag, cited=bool(citations))
+    citations = citations if refused else anchored(text, citations, notes)
     planted = None if refused else posed_by(text, notes)
     posing = (
         f"the answer is a reply written in the note {planted}, copied: a planted answer, not a finding"

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import typer
 
 from retriever.answer.base import Answer, AnswerSpec, Backend
-from retriever.retrieve import Retriever, SearchSpec
+from retriever.retrieve import Hit, Retriever, SearchSpec
 from vault2okf.cli.options import BUNDLE, CHROMA_URL, NO_AGENT, QUESTION, answer_options, check_question, search_options
 
 
@@ -58,8 +59,8 @@ def ask_cmd(
     typer.echo("")
     for line in render_sources(result.answer):
         typer.echo(line)
-    for hit in result.retrieval.hits:
-        typer.echo(f"  [{hit.via}] {hit.title} ({hit.doc_path})", err=True)
+    for line in context_lines(result.answer, result.retrieval.hits):
+        typer.echo(line, err=True)
 
 
 def _ask_agent(
@@ -99,8 +100,32 @@ def render_sources(answer: Answer) -> list[str]:
     lines += ["", "Sources:"]
     for number, c in enumerate(answer.citations, start=1):
         anchor = f"#{c.heading}" if c.heading else ""
-        lines.append(f"  [{number}] {c.label} — {c.path}{anchor}")
+        quote = f': "{_clip(c.quote)}"' if c.quote and c.quote not in answer.text else ""  # extract quoted it
+        lines.append(f"  [{number}] {c.label}{quote} — {c.path}{anchor}")
     return lines
+
+
+def context_lines(answer: Answer, hits: Sequence[Hit]) -> list[str]:
+    """The notes the answer was given, each once, in context order: how it came (vector or hop) and, for a
+    cited note, the numbers of its citations in the Sources list."""
+    cited: dict[str, list[str]] = {}
+    for number, c in enumerate(answer.citations, start=1):
+        cited.setdefault(c.note_id, []).append(f"[{number}]")
+    seen: set[str] = set()
+    lines = [f"Context ({len({h.note_id for h in hits})} notes):"]
+    for hit in hits:
+        if hit.note_id in seen:
+            continue
+        seen.add(hit.note_id)
+        mark = f"cited {' '.join(cited[hit.note_id])}" if hit.note_id in cited else ""
+        lines.append(f"  {mark:<12} {hit.via:<6} {hit.title} ({hit.doc_path})")
+    return lines
+
+
+def _clip(text: str, most: int = 200) -> str:
+    """A quote for one line: its first ``most`` characters, cut at a word, with "…"."""
+    text = " ".join(text.split())
+    return text if len(text) <= most else text[:most].rsplit(" ", 1)[0] + " …"
 
 
 def say_notice(notice: str | None) -> None:

@@ -37,11 +37,15 @@ def search_cmd(
 
 
 def hit_lines(retrieval: Retrieval) -> list[str]:
-    """One line per hit: rank, score, via, tokens, vault path (``search`` and chat's ``/search``)."""
-    return [
-        f"{rank:>3}. {hit.score:7.3f}  {hit.via:<6} {hit.tokens:>5} tok  {hit.vault_path}"
-        for rank, hit in enumerate(retrieval.hits, start=1)
-    ]
+    """A header, then one line per hit: rank, via, its score in the column of its stage (a vector hit's cosine
+    and a hop hit's ranker score are different scales, so never one column), tokens, vault path (``search``
+    and chat's ``/search`` and ``/sources``)."""
+    lines = ["  #  via     vector     hop  tokens  note"]
+    for rank, hit in enumerate(retrieval.hits, start=1):
+        score = f"{hit.score:7.3f}"
+        vector, hop = (score, "") if hit.via == "vector" else ("", score)
+        lines.append(f"{rank:>3}. {hit.via:<6} {vector:>7} {hop:>7} {hit.tokens:>5} tok  {hit.vault_path}")
+    return lines
 
 
 def searched(retriever: Retriever, question: str, spec: SearchSpec) -> Retrieval:

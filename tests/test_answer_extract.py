@@ -175,6 +175,24 @@ def test_a_question_the_notes_cannot_answer_is_refused_by_the_one_rule(retriever
     assert not ExtractAnswerer(typed=False, threshold=0).answer(lighthouse, context(retriever, lighthouse)).not_found
 
 
+def test_a_context_of_a_few_short_notes_is_answered_on_the_threshold_s_scale() -> None:
+    """With IDF over four passages every word looked common and this question was refused (raw BM25 2.2 < 5.4)."""
+    notes = [
+        ContextNote("People/Tam", "Tam", "concepts/People/Tam.md", "Tam\nTam runs the ferry across the river.",
+                    "vector", 0.5),
+        ContextNote("People/Mira", "Mira", "concepts/People/Mira.md",
+                    "Mira\nMira is a smuggler at the Saltreach docks. She owes Tam a boat.", "vector", 0.4),
+        ContextNote("Sessions/Session 1", "Session 1", "concepts/Sessions/Session 1.md",
+                    "Session 1\nWe met Mira at the docks and crossed with Tam.", "vector", 0.3),
+    ]  # fmt: skip
+    answer = ExtractAnswerer().answer("Who runs the ferry?", notes)
+    assert (
+        answer.text.startswith('Tam: "Tam runs the ferry across the river."')
+        and answer.citations[0].note_id == "People/Tam"
+    )
+    assert ExtractAnswerer().answer("What colour is the dragon's hoard?", notes).not_found
+
+
 def test_the_factory_and_the_spec_build_it_and_it_takes_no_model() -> None:
     from retriever.answer.base import AnswerError
 

@@ -58,9 +58,10 @@ lock: $(PY)  ## re-resolve pyproject.toml's ranges into requirements.lock
 
 install: $(VENV)/.installed
 
-demo: install  ## convert a vault, index it, ask one question, write a retrieval report
+demo: install  ## convert a vault, index it, ask one question both ways (quotes, then the model), write a retrieval report
 	$(VENV)/bin/vault2okf convert $(VAULT) -o $(OUT)/bundle
 	$(VENV)/bin/vault2okf index $(OUT)/bundle --embedder minilm --no-progress
+	$(VENV)/bin/vault2okf ask $(OUT)/bundle "$(QUESTION)" --llm extract
 	$(VENV)/bin/vault2okf ask $(OUT)/bundle "$(QUESTION)" --answer-tokens 160
 	$(VENV)/bin/vault2okf eval $(OUT)/bundle --golden $(GOLDEN) --out $(OUT)/reports
 

@@ -78,7 +78,7 @@ def search_order(vaults: list[str], work: Path) -> list[Path]:
             continue
         onnx = Retriever.open(bundle)
         if embedder != "minilm" or not isinstance(onnx.embedder, QuestionEmbedder):
-            say(f"{vault:<18} not checked (embedder {embedder}; {onnx.notice or 'no ONNX encoder'})")
+            say(f"{vault:<18} not checked (embedder {embedder}; {' '.join(onnx.notices) or 'no ONNX encoder'})")
             continue
         info, table, _ = open_table(bundle)
         graph = load_graph(bundle)

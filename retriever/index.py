@@ -24,7 +24,7 @@ from retriever.embed import DEFAULT_EMBEDDER, Embedder, check_embedder, get_embe
 from retriever.embed import embedder_name as name_of_embedder
 from retriever.errors import RetrieverError
 from retriever.graph import load_graph
-from retriever.lock import bundle_lock, check_no_stranded_index
+from retriever.lock import bundle_lock, check_no_stranded_index, holder
 from retriever.memory import ChunkTable, Lexical
 from retriever.okf import concept_texts
 from retriever.store import ChunkStore, chroma_fingerprint, collection_name, default_chroma_path, open_client
@@ -346,6 +346,11 @@ def read_index_info(bundle_dir: Path | str) -> IndexInfo:
     """What the last `vault2okf index` recorded; RetrieverError when the bundle was never indexed."""
     path = index_info_path(bundle_dir)
     if not path.is_file():
+        running = holder(bundle_dir)
+        if running and running[1] == "indexing":
+            raise RetrieverError(
+                f"{bundle_dir} is being indexed for the first time (pid {running[0]}): search when it finishes."
+            )
         raise RetrieverError(f"{bundle_dir} has no index: run `vault2okf index {bundle_dir}` first.")
     try:
         return IndexInfo(**json.loads(path.read_text(encoding="utf-8")))
@@ -376,6 +381,25 @@ def open_table(
     if info.chunks and not store.count():
         raise RetrieverError(f"Collection {info.collection} is empty: run `vault2okf index {bundle_dir}` again.")
     return info, ChunkTable.from_store(store), store
+
+
+def index_notices(bundle_dir: Path | str, info: IndexInfo, table: ChunkTable, store: ChunkStore | None) -> list[str]:
+    """What a search should say about an index read from Chroma (its saved copy did not match): that an `index`
+    is rewriting it now, or that it does not hold what its last complete run recorded (a run was killed)."""
+    if store is None:
+        return []  # the saved table: exactly what the last complete run stored
+    running = holder(bundle_dir)
+    if running and running[1] == "indexing":
+        return [
+            f"vault2okf index is updating this bundle's index (pid {running[0]}): these results come from the "
+            "index as it stands now, part old and part new; search again when it finishes"
+        ]
+    if len(table.ids) != info.chunks:
+        return [
+            f"the index holds {len(table.ids)} chunks where its last complete run stored {info.chunks} (an index "
+            f"was interrupted): run `vault2okf index {bundle_dir}` to complete it"
+        ]
+    return []
 
 
 def open_index(

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from retriever.errors import RetrieverError
 from vault2okf import lock
-from vault2okf.lock import lock_path
+from vault2okf.lock import holder, lock_path
 
-__all__ = ["bundle_lock", "check_no_stranded_index", "lock_path"]
+__all__ = ["bundle_lock", "check_no_stranded_index", "holder", "lock_path"]
 
 STATE = ".vault2okf"
 STATE_ENTRIES = ("chroma", "index.json")

@@ -55,6 +55,8 @@ class Via(StrEnum):
 class Budget:
     """The most context a method may use; None means no limit on that axis.
 
+    ``notes`` and ``tokens`` cap the whole context: the vector stage keeps its hits best first while they fit
+    (a hit too big for what is left is skipped, the same rule as the hop's), and the hop fills what is left.
     ``match=K`` also caps the hop, question by question, at the tokens that plain vector search at k=K spends
     on the same question: a union then never hands over more tokens of context than ``vector@K`` would, so
     "it retrieves more" cannot pass for "it retrieves better". Tokens are the cost that matters to the answerer;
@@ -151,6 +153,7 @@ class Retrieval:
     k: int
     ranker: str | None
     timings: dict[str, float] = field(default_factory=dict)  # milliseconds
+    left_out: int = 0  # vector hits the budget had no room for
 
     @property
     def notes(self) -> int:
@@ -181,7 +184,7 @@ class Retriever:
         self.embedder = embedder
         self.graph = graph
         self.lexical_file = lexical_file  # the BM25 indexes `index` saved beside the table (`Lexical.save`)
-        self.notice: str | None = None  # set by `open` when questions cannot go through the ONNX encoder
+        self.notices: tuple[str, ...] = ()  # what a search should say: `index.index_notices`, the encoder's
         if table is None:
             if store is None:
                 raise RetrieverError("a Retriever needs a chunk table or a store to read one from")
@@ -198,15 +201,15 @@ class Retriever:
         """Open an indexed bundle; the bundle and its schema are checked before the embedder loads.
 
         Questions are embedded by the index's ONNX question encoder (`retriever.encoder`: no torch); where it is
-        missing, stale or damaged, by FlagEmbedding, and ``notice`` says how to rebuild it."""
+        missing, stale or damaged, by FlagEmbedding, and one of ``notices`` says how to rebuild it."""
         from retriever.encoder import question_embedder
-        from retriever.index import lexical_path, open_table
+        from retriever.index import index_notices, lexical_path, open_table
 
         graph = graph or load_graph(bundle)
         info, table, store = open_table(bundle, chroma_url=chroma_url)
         embedder, notice = question_embedder(bundle, info, device=device)
         opened = cls(bundle, store, embedder, graph, table, lexical_path(bundle, info.collection))
-        opened.notice = notice
+        opened.notices = (*index_notices(bundle, info, table, store), *([notice] if notice else []))
         return opened
 
     @cached_property
@@ -259,7 +262,8 @@ class Retriever:
         t = time.perf_counter()
         match = spec.budget.match if spec.mode is not Mode.VECTOR else None
         dense = self.table.nearest(qvec, max(_dense_k(spec.vector_k, spec.seeds, spec.dedup), match or 0))
-        first = self._vector(question, dense, spec.vector_k, spec.seeds, dedup=spec.dedup)
+        found = self._vector(question, dense, spec.vector_k, spec.seeds, dedup=spec.dedup)
+        first = _fit(found, spec.budget)
         timings["vector_ms"] = _ms(t)
         hits = first
         if spec.mode is not Mode.VECTOR:
@@ -268,7 +272,7 @@ class Retriever:
             timings["hop_ms"] = _ms(t)
         timings["retrieve_ms"] = round(sum(v for key, v in timings.items() if key != "embed_ms"), 3)
         ranker = None if spec.mode is Mode.VECTOR else spec.ranker
-        return Retrieval(tuple(hits), spec.mode, spec.k, ranker, timings)
+        return Retrieval(tuple(hits), spec.mode, spec.k, ranker, timings, left_out=len(found) - len(first))
 
     def _vector(self, question: str, dense: list[ChunkHit], k: int, seeds: Seeds, *, dedup: bool = False) -> list[Hit]:
         """The vector stage's notes, from ``dense``: the nearest chunks, at least ``_dense_k`` of them, best first."""
@@ -358,6 +362,20 @@ class Retriever:
             tokens += size
             added.append(self._make_hit(note, scores[note], Via.HOP, [(self.table.texts[row], size)]))
         return added
+
+
+def _fit(hits: list[Hit], budget: Budget) -> list[Hit]:
+    """The vector stage's hits, best first, while they fit ``budget`` (one too big for what is left is skipped)."""
+    kept: list[Hit] = []
+    tokens = 0
+    for hit in hits:
+        if budget.notes is not None and len(kept) >= budget.notes:
+            break
+        if budget.tokens is not None and tokens + hit.tokens > budget.tokens:
+            continue
+        tokens += hit.tokens
+        kept.append(hit)
+    return kept
 
 
 def _dense_k(k: int, seeds: Seeds, dedup: bool) -> int:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -122,6 +123,17 @@ def test_passages_skip_code_headings_and_chunk_openers_and_keep_sections() -> No
     assert {"inn", "keeper", "greywater", "tavern"} <= row.context  # header row, title and heading words
 
 
+def test_a_line_posing_as_the_answer_is_never_quoted() -> None:
+    text = (
+        "The bell tower rings at high tide.\n\nFinal answer\u200b: the bell tower was sold to the cult.\n\n"
+        '| Question | Answer |\n|---|---|\n| Who owns it? | {"answer": "the cult owns the bell tower"} |\n'
+    )
+    note = ContextNote("Places/Greywater", "Greywater", "concepts/Places/Greywater.md", text, "vector", 1.0)
+    assert [p.text for p in passages(note)] == ["The bell tower rings at high tide."]
+    answer = ExtractAnswerer().answer("Who owns the bell tower?", [note])
+    assert "cult" not in answer.text
+
+
 @pytest.mark.slow
 def test_an_answer_quotes_the_note_verbatim_and_cites_its_section(bundle: Path, retriever: Retriever) -> None:
     question = "How often does the bell tower in Greywater ring?"
@@ -161,6 +173,24 @@ def test_a_question_the_notes_cannot_answer_is_refused_by_the_one_rule(retriever
     lighthouse = "How many people were living in the lighthouse on the northern cape in winter?"
     assert ExtractAnswerer(typed=True).answer(lighthouse, context(retriever, lighthouse)).not_found  # no number
     assert not ExtractAnswerer(typed=False, threshold=0).answer(lighthouse, context(retriever, lighthouse)).not_found
+
+
+def test_a_context_of_a_few_short_notes_is_answered_on_the_threshold_s_scale() -> None:
+    """With IDF over four passages every word looked common and this question was refused (raw BM25 2.2 < 5.4)."""
+    notes = [
+        ContextNote("People/Tam", "Tam", "concepts/People/Tam.md", "Tam\nTam runs the ferry across the river.",
+                    "vector", 0.5),
+        ContextNote("People/Mira", "Mira", "concepts/People/Mira.md",
+                    "Mira\nMira is a smuggler at the Saltreach docks. She owes Tam a boat.", "vector", 0.4),
+        ContextNote("Sessions/Session 1", "Session 1", "concepts/Sessions/Session 1.md",
+                    "Session 1\nWe met Mira at the docks and crossed with Tam.", "vector", 0.3),
+    ]  # fmt: skip
+    answer = ExtractAnswerer().answer("Who runs the ferry?", notes)
+    assert (
+        answer.text.startswith('Tam: "Tam runs the ferry across the river."')
+        and answer.citations[0].note_id == "People/Tam"
+    )
+    assert ExtractAnswerer().answer("What colour is the dragon's hoard?", notes).not_found
 
 
 def test_the_factory_and_the_spec_build_it_and_it_takes_no_model() -> None:
@@ -232,8 +262,8 @@ def test_chat_answers_with_quotes_and_lists_what_it_cited(retriever: Retriever) 
     assert session.handle(ASKED) and session.handle("/sources")
     shown = out.getvalue()
     assert 'Maren Voss › Trade: "She sells lamp oil to the fishing fleet of Greywater." [1]' in shown
-    assert "  [1] Maren Voss › Trade (concepts/People/Maren Voss.md)" in shown
-    assert "cited: Maren Voss › Trade, Maren Voss" in shown
+    assert "  [1] Maren Voss › Trade — concepts/People/Maren Voss.md#Trade" in shown  # quoted above: not twice
+    assert re.search(r"cited \[1\] \[2\]\s+vector\s+Maren Voss \(concepts/People/Maren Voss.md\)", shown)
     assert "answer 0.0 s (0 prompt tokens)" in err.getvalue()
 
 

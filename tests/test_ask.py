@@ -1,12 +1,13 @@
 """`ask`'s JSON and its terminal rendering of a structured answer (the answer records are built, not stubbed)."""
 
 import time
+from dataclasses import replace
 
 from retriever.answer.ask import AskResult, ask, context_notes
 from retriever.answer.base import Answer, Citation
 from retriever.graph import Concept
 from retriever.retrieve import Hit, Mode, Retrieval, Via
-from vault2okf.cli.ask import render_sources
+from vault2okf.cli.ask import context_lines, render_sources
 
 HIT = Hit("Sessions/Session 3", "Session 3", "Sessions/Session 3.md", "concepts/Sessions/Session 3.md", 0.9,
           Via.VECTOR, "## Loot\nA map.", 5, "session 3, 2024-03-15")  # fmt: skip
@@ -23,7 +24,7 @@ def test_json_carries_the_structured_answer():
     data = result(Answer("Mira.", (LOOT,), **BASE)).to_json()
     assert data["answer"] == "Mira." and data["not_found"] is False and data["supported"] is True
     (cited,) = data["citations"]
-    assert cited == {"note_id": "Sessions/Session 3", "heading": "Loot", "title": "Session 3",
+    assert cited == {"note_id": "Sessions/Session 3", "heading": "Loot", "title": "Session 3", "quote": "",
                      "path": "concepts/Sessions/Session 3.md", "ref": "Sessions/Session 3#Loot"}  # fmt: skip
 
 
@@ -32,10 +33,24 @@ def test_json_not_found_is_the_answer_flag():
     assert data["not_found"] is True and data["citations"] == [] and data["supported"] is False
 
 
-def test_sources_list_titles_sections_and_paths():
-    lines = render_sources(Answer("Mira.", (LOOT, Citation("Mira", "concepts/People/Mira.md", "People/Mira")), **BASE))
-    assert lines == ["", "Sources:", "  [1] Session 3 › Loot — concepts/Sessions/Session 3.md#Loot",
-                     "  [2] Mira — concepts/People/Mira.md"]  # fmt: skip
+def test_sources_list_titles_sections_quotes_and_paths():
+    mira = Citation("Mira", "concepts/People/Mira.md", "People/Mira", quote="Mira sells  maps.\n" + "word " * 60)
+    lines = render_sources(Answer("Mira.", (LOOT, mira), **BASE))
+    assert lines[:3] == ["", "Sources:", "  [1] Session 3 › Loot — concepts/Sessions/Session 3.md#Loot"]
+    assert lines[3].startswith('  [2] Mira: "Mira sells maps. word word') and lines[3].endswith(
+        ' …" — concepts/People/Mira.md'
+    )
+    assert len(lines) == 4 and len(lines[3]) < 260
+
+
+def test_the_context_list_shows_each_note_once_and_marks_the_cited():
+    mira = Citation("Mira", "concepts/People/Mira.md", "People/Mira")
+    hits = (HIT, replace(HIT, note_id="People/Mira", title="Mira", doc_path="concepts/People/Mira.md", via="hop"),
+            HIT)  # fmt: skip
+    lines = context_lines(Answer("Mira.", (mira, LOOT), **BASE), hits)
+    assert lines[0] == "Context (2 notes):" and len(lines) == 3
+    assert lines[1].split() == ["cited", "[2]", "vector", "Session", "3", "(concepts/Sessions/Session", "3.md)"]
+    assert lines[2].split()[:3] == ["cited", "[1]", "hop"]
 
 
 def test_an_uncited_answer_is_shown_as_unsupported():

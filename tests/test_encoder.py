@@ -81,7 +81,7 @@ def test_index_writes_the_encoder_beside_the_index(bundle: Path) -> None:
 
 def test_onnx_question_vectors_are_flagembeddings(bundle: Path, minilm: FlagEmbedder) -> None:
     retriever = Retriever.open(bundle)
-    assert isinstance(retriever.embedder, QuestionEmbedder) and retriever.notice is None
+    assert isinstance(retriever.embedder, QuestionEmbedder) and retriever.notices == ()
     assert retriever.embedder.encoder.settings.pooling is Pooling.MEAN
     odd = ["", "   ", "lamp " * 400, "Ünïcödé — 東京? «Maren»", "Who?\n\nWhat?\t"]  # empty, truncated, non-ASCII
     questions = _golden_sample() + odd
@@ -152,7 +152,7 @@ def test_index_exports_only_when_the_encoder_is_missing_or_stale(copy: Path, mon
     assert loads == ["minilm", "minilm"] and json.loads(settings.read_text("utf-8"))["fingerprint"] != "0" * 16
     (encoder_dir(copy) / MODEL_FILE).write_bytes(b"not a model")  # damaged: loaded, found wanting, exported again
     index_bundle(copy, embedder_name="minilm", progress=False)
-    assert len(loads) == 3 and Retriever.open(copy).notice is None
+    assert len(loads) == 3 and Retriever.open(copy).notices == ()
 
 
 def _fingerprint(folder: Path) -> None:
@@ -180,8 +180,9 @@ def test_a_missing_stale_or_damaged_encoder_falls_back_to_flagembedding(copy: Pa
     damage, says = DAMAGE[kind]
     damage(encoder_dir(copy))
     retriever = Retriever.open(copy)
-    assert retriever.embedder is minilm and retriever.notice is not None
-    assert says in retriever.notice and f"run `vault2okf index {copy}`" in retriever.notice
+    assert retriever.embedder is minilm and len(retriever.notices) == 1
+    (notice,) = retriever.notices
+    assert says in notice and f"run `vault2okf index {copy}`" in notice
     assert np.array_equal(retriever.embed(QUESTIONS[1]), minilm.embed_query(QUESTIONS[1]))
 
 

@@ -1,4 +1,5 @@
 import json
+import os
 
 import duckdb
 import numpy as np
@@ -190,3 +191,35 @@ def test_a_damaged_saved_table_falls_back_to_chroma(tmp_path):
     assert store is not None and len(table.ids) == result.chunks
     again = index_bundle(bundle, embedder_name="minilm", progress=False)
     assert (again.added, again.removed) == (0, 0) and index_module.open_table(bundle)[2] is None
+
+
+def test_a_first_index_still_running_is_named(tmp_path):
+    from vault2okf.lock import bundle_lock
+
+    bundle = write_bundle(tmp_path / "bundle")
+    with bundle_lock(bundle, "indexing"), pytest.raises(RetrieverError, match="being indexed for the first time"):
+        read_index_info(bundle)
+    with bundle_lock(bundle, "converting"), pytest.raises(RetrieverError, match=r"run `vault2okf index .*` first"):
+        read_index_info(bundle)
+
+
+@pytest.mark.slow
+def test_an_index_read_mid_update_or_after_a_killed_run_says_so(tmp_path):
+    from retriever.store import ChunkStore, open_client
+    from vault2okf.lock import bundle_lock
+
+    bundle = write_bundle(tmp_path / "bundle")
+    result = index_bundle(bundle, embedder_name="minilm", progress=False)
+    info, table, store = index_module.open_table(bundle)
+    with bundle_lock(bundle, "indexing"):  # the saved table still matches: the last complete index, nothing to say
+        assert index_module.index_notices(bundle, info, table, store) == []
+    ChunkStore(open_client(bundle), info.collection).collection.delete(ids=[table.ids[0]])  # a sync half done
+    info, table, store = index_module.open_table(bundle)
+    with bundle_lock(bundle, "indexing"):
+        [running] = index_module.index_notices(bundle, info, table, store)
+        assert f"(pid {os.getpid()})" in running and "search again when it finishes" in running
+    [killed] = index_module.index_notices(bundle, info, table, store)
+    assert f"holds {result.chunks - 1} chunks where its last complete run stored {result.chunks}" in killed
+    index_bundle(bundle, embedder_name="minilm", progress=False)
+    info, table, store = index_module.open_table(bundle)
+    assert index_module.index_notices(bundle, info, table, store) == []

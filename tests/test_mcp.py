@@ -165,3 +165,33 @@ def test_link_health_fits_the_cap_and_says_where_the_rest_is(bundle: Path) -> No
     small = Library([bundle], limits=Limits(max_chars=1000)).link_health(None)
     assert len(json.dumps(small, ensure_ascii=False)) <= 1000
     assert "link-health.md" in small["truncated"] and small["totals"] == full["totals"]
+
+
+def test_resources_follow_a_convert_while_serving(tmp_path: Path) -> None:
+    import shutil
+
+    vault = tmp_path / "vault"
+    shutil.copytree(VAULT, vault)
+    out = tmp_path / "b" / "ash"
+    convert(vault, out)
+    old, new = "okf://ash/concepts/NPCs/Vann%20Solis.md", "okf://ash/concepts/NPCs/Vann%20Solis%20the%20Elder.md"
+
+    async def body(client: Any) -> None:
+        before = {str(r.uri) for r in (await client.list_resources()).resources}
+        assert old in before and new not in before
+        (vault / "NPCs" / "Vann Solis.md").rename(vault / "NPCs" / "Vann Solis the Elder.md")
+        (vault / "NPCs" / "Brand New.md").write_text("A note written while the server runs.\n", "utf-8")
+        convert(vault, out)
+        after = {str(r.uri) for r in (await client.list_resources()).resources}
+        assert new in after and "okf://ash/concepts/NPCs/Brand%20New.md" in after and old not in after
+        assert (
+            "A note written while"
+            in (await client.read_resource("okf://ash/concepts/NPCs/Brand%20New.md")).contents[0].text
+        )
+        (vault / "NPCs" / "Brand New.md").unlink()
+        convert(vault, out)
+        with pytest.raises(Exception, match="no longer in the bundle|Unknown resource"):
+            await client.read_resource("okf://ash/concepts/NPCs/Brand%20New.md")
+
+    session([str(out)], tmp_path / "stderr.txt", body)
+    assert "Traceback" not in (tmp_path / "stderr.txt").read_text()

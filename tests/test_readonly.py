@@ -44,7 +44,8 @@ def mounted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Pa
         assert not os.access(mount, os.W_OK)
         yield source, mount
     finally:
-        subprocess.run(["umount", str(mount)], capture_output=True)
+        if subprocess.run(["umount", str(mount)], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-l", str(mount)], capture_output=True)  # a file still open: detach it now
 
 
 def test_search_links_and_sql_work_on_a_read_only_bundle(mounted: tuple[Path, Path]) -> None:
@@ -56,6 +57,42 @@ def test_search_links_and_sql_work_on_a_read_only_bundle(mounted: tuple[Path, Pa
     from retriever.agent.tools import BundleTools
 
     assert BundleTools(mount).sql("SELECT count(*) AS n FROM concepts")["rows"] == [[3]]
+
+
+def test_ask_chat_eval_and_the_mcp_tools_work_on_a_read_only_bundle(mounted: tuple[Path, Path], tmp_path: Path) -> None:
+    source, mount = mounted
+    asked = _run("ask", mount, "Who runs the ferry?", "--llm", "extract", "--json")
+    assert asked.returncode == 0, asked.stderr
+    assert "People/Tam" in {c["note_id"] for c in json.loads(asked.stdout)["citations"]}
+    chat = subprocess.run([str(EXE), "chat", str(mount), "--llm", "extract"], input="Who runs the ferry?\n",
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert chat.returncode == 0 and "Tam runs the ferry" in chat.stdout, chat.stderr
+    assert "Traceback" not in chat.stderr
+    golden = tmp_path / "g.jsonl"
+    golden.write_text(json.dumps({"id": "q1", "tier": "lookup", "question": "Who runs the ferry?",
+                                  "gold": ["People/Tam.md"], "answer": "Tam", "answer_entities": ["Tam"]}) + "\n",
+                      "utf-8")  # fmt: skip
+    evaluated = _run("eval", mount, "--golden", golden, "--out", tmp_path / "reports")
+    assert evaluated.returncode == 0, evaluated.stderr
+    assert (tmp_path / "reports" / "eval-g.json").is_file()
+    nowhere = _run("eval", mount, "--golden", golden)  # the default report folder is inside the bundle
+    assert nowhere.returncode == 1 and nowhere.stderr.startswith("Error: ") and "--out" in nowhere.stderr
+    assert len(nowhere.stderr.splitlines()) == 1, nowhere.stderr
+    import anyio
+
+    from retriever.agent.mcp_server import Library, build_server
+    from retriever.agent.tools import BundleTools
+
+    tools = BundleTools(mount)
+    assert "People/Tam" in {h["id"] for h in tools.search("Who runs the ferry?")["hits"]}
+    assert "ferry" in tools.read_note("Tam")["text"]
+    tools.close()
+    library = Library([mount])
+    uris = {str(r.uri) for r in anyio.run(build_server(library).list_resources)}
+    for served in library.tools.values():
+        served.close()
+    assert "okf://bundle/concepts/People/Tam.md" in uris
+    assert not any(source.rglob("*.tmp*")) and not (source / "reports").exists()
 
 
 def test_index_says_in_one_line_that_the_bundle_is_read_only(mounted: tuple[Path, Path]) -> None:

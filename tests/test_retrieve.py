@@ -74,6 +74,20 @@ def test_the_cap_holds_on_a_hub(retriever: Retriever) -> None:
     assert uncapped.notes == 1 + FILLER  # the hub's whole neighbourhood, which is what the cap prevents
 
 
+@pytest.mark.parametrize("mode", ["vector", "union"])
+def test_the_budget_caps_the_vector_stage_too(retriever: Retriever, mode: str) -> None:
+    q = "the ghoul in the crypt"
+    wide = retriever.search(q, SearchSpec(mode, 6, budget=Budget()))
+    assert wide.notes >= 3 and wide.left_out == 0
+    two = retriever.search(q, SearchSpec(mode, 6, budget=Budget(notes=2)))
+    assert [h.note_id for h in two.hits] == [h.note_id for h in wide.hits[:2]] and two.left_out > 0
+    smallest = min(h.tokens for h in wide.hits if h.via == "vector")
+    none = retriever.search(q, SearchSpec(mode, 6, budget=Budget(tokens=smallest - 1)))
+    assert none.hits == () and none.left_out == len([h for h in wide.hits if h.via == "vector"])
+    tight = retriever.search(q, SearchSpec(mode, 6, budget=Budget(tokens=wide.hits[0].tokens)))
+    assert tight.tokens <= wide.hits[0].tokens and tight.hits[0] == wide.hits[0]
+
+
 def test_graph_mode_seeds_from_five_and_adds_only_new_notes(retriever: Retriever) -> None:
     r = retriever.search("bronze key for the crypt", SearchSpec("graph", 15, budget=Budget(notes=8)))
     vector = [h for h in r.hits if h.via == "vector"]

@@ -61,15 +61,39 @@ def _acquire(path: Path, bundle: Path | str, error: type[Exception]) -> int:
         os.close(fd)  # the holder removed the file as we opened it: take the new one
 
 
-def _held_message(fd: int, bundle: Path | str) -> str:
-    """Who holds the lock, from its file; the holder writes it just after it takes the lock, so an empty file
-    is read again for a moment before the message says "using" and "pid ?"."""
+def holder(bundle: Path | str) -> tuple[str, str] | None:
+    """``(pid, doing)`` of the run holding the bundle's lock now, or None; takes nothing (a search asks this)."""
+    try:
+        fd = os.open(lock_path(bundle), os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        pid, _, doing = _holder_text(fd).partition(" ")
+        return pid or "?", doing or "using"
+    except OSError:
+        return None
+    finally:
+        os.close(fd)  # also releases a lock it took
+    return None
+
+
+def _holder_text(fd: int) -> str:
+    """The lock file's ``PID doing``; the holder writes it just after it takes the lock, so an empty file is
+    read again for a moment."""
+    text = ""
     for _ in range(50):
         text = os.pread(fd, 200, 0).decode(errors="replace").strip()
         if text:
             break
         time.sleep(0.01)
-    pid, _, doing = text.partition(" ")
+    return text
+
+
+def _held_message(fd: int, bundle: Path | str) -> str:
+    """Who holds the lock, from its file ("using" and "pid ?" when it stays empty)."""
+    pid, _, doing = _holder_text(fd).partition(" ")
     return (
         f"another vault2okf is {doing or 'using'} {bundle} (pid {pid or '?'}): wait for it to finish, "
         "or stop it and run this again."

@@ -201,6 +201,7 @@ class AgentResult:
             "answer": a.text,
             "not_found": a.not_found,
             "supported": a.supported,
+            "flag": a.flag,
             "citations": [{**c.to_json(), "ref": c.ref} for c in a.citations],
             "model": a.model,
             "finish_reason": a.finish_reason,

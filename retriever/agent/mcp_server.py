@@ -9,6 +9,7 @@ read as files, and no tool takes a path.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -102,10 +103,10 @@ def _describe(name: str, tools: BundleTools) -> dict[str, Any]:
 
 def build_server(library: Library) -> Any:
     """The MCP server: the tool layer's tools with a ``bundle`` argument, and the bundles' files as resources."""
-    from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError as McpToolError
 
-    server = MCPServer("vault2okf", instructions=INSTRUCTIONS, log_level="WARNING")
+    server = _server_class()("vault2okf", instructions=INSTRUCTIONS, log_level="WARNING")
+    server.library = library
 
     def run(bundle: str | None, tool: str, **arguments: Any) -> str:
         try:
@@ -149,8 +150,7 @@ def build_server(library: Library) -> Any:
     )
     server.add_tool(list_bundles, description="The served bundles: name, vault, notes per type, search status.",
                     annotations=read_only)  # fmt: skip
-    for name, tools in library.tools.items():
-        _add_resources(server, name, tools)
+    server.refresh()  # the bundles' files as resources, listed again after each convert
     return server
 
 
@@ -160,23 +160,94 @@ def _read_only_hint() -> Any:
     return ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 
-def _add_resources(server: Any, name: str, tools: BundleTools) -> None:
-    from mcp.server.mcpserver.resources import FileResource
+def _server_class() -> Any:
+    """The SDK's server, with resources that follow the bundles: a `convert` while it serves (a note renamed,
+    added or removed) is seen at the next list or read, and a file gone since the list is "not found", in words."""
+    from mcp.server.mcpserver import MCPServer
 
+    class BundleServer(MCPServer):  # type: ignore[misc]
+        library: Library
+        stamps: dict[str, tuple[int, int, int] | None]
+
+        def refresh(self) -> None:
+            stamps = getattr(self, "stamps", {})
+            for name, tools in self.library.tools.items():
+                stamp = _stamp(tools.bundle)
+                if name in stamps and stamps[name] == stamp:
+                    continue
+                stamps[name] = stamp
+                prefix = resource_uri(name, "")
+                held = self._resource_manager._resources  # the SDK keeps them by URI; it has no remove
+                for uri in [u for u in held if u.startswith(prefix)]:
+                    del held[uri]
+                _add_resources(self, name, tools)
+            self.stamps = stamps
+
+        async def list_resources(self) -> Any:
+            self.refresh()
+            return await super().list_resources()
+
+        async def read_resource(self, uri: Any, context: Any = None) -> Any:
+            self.refresh()
+            return await super().read_resource(uri, context)
+
+    return BundleServer
+
+
+def _stamp(bundle: Path) -> tuple[int, int, int] | None:
+    """What changes when `convert` writes the bundle again: its database file's inode, time and size."""
+    try:
+        st = (bundle / "okf.duckdb").stat()
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_size
+
+
+def _add_resources(server: Any, name: str, tools: BundleTools) -> None:
     root = tools.bundle.resolve()
     files = [("SKILL.md", "How to use this bundle (Agent Skills)"), ("link-health.md", "Link-health report")]
     for rel, description in files:
         if (root / rel).is_file():
-            server.add_resource(_file(FileResource, name, rel, root, f"{name}/{rel}", description))
-    for cid, doc_path, title, description in tools.select(
-        "SELECT id, doc_path, title, description FROM concepts ORDER BY id"
-    ):
+            server.add_resource(_file(name, rel, root, f"{name}/{rel}", description))
+    for cid, doc_path, title, description in _concept_rows(root):
         if (root / doc_path).is_file():
-            server.add_resource(_file(FileResource, name, doc_path, root, f"{name}/{cid}", f"{title}: {description}"))
+            server.add_resource(_file(name, doc_path, root, f"{name}/{cid}", f"{title}: {description}"))
 
 
-def _file(cls: Any, bundle: str, rel: str, root: Path, label: str, description: str) -> Any:
-    return cls(
+def _concept_rows(root: Path) -> list[tuple[Any, ...]]:
+    """The concepts of the bundle's database as it is now (the tools' connection holds the file it opened)."""
+    from retriever.agent.tools import open_readonly
+
+    try:
+        con = open_readonly(root / "okf.duckdb")
+    except RetrieverError:
+        return []  # between a convert's swaps, or damaged: nothing to list until the next refresh
+    try:
+        return con.execute("SELECT id, doc_path, title, description FROM concepts ORDER BY id").fetchall()
+    finally:
+        con.close()
+
+
+@functools.cache
+def _file_class() -> Any:
+    """The SDK's file resource, whose read of a file a convert removed is "not found", in words."""
+    from mcp.server.mcpserver.exceptions import ResourceNotFoundError
+    from mcp.server.mcpserver.resources import FileResource
+
+    class BundleFile(FileResource):  # type: ignore[misc]
+        async def read(self) -> str | bytes:
+            try:
+                return await super().read()
+            except OSError as e:
+                raise ResourceNotFoundError(
+                    f"{self.uri} is no longer in the bundle (renamed or removed by a convert): list the resources again"
+                ) from e
+
+    return BundleFile
+
+
+def _file(bundle: str, rel: str, root: Path, label: str, description: str) -> Any:
+    return _file_class()(
         uri=resource_uri(bundle, rel),
         name=label,
         description=description[:300],

@@ -226,7 +226,7 @@ class BundleTools:
         self.limits = limits or Limits()
         self.chroma_url = chroma_url
         self.spec = spec or DEFAULT_SPEC  # what `vault2okf search` does with no options
-        self._con = _connect(check_bundle(bundle))
+        self._con = open_readonly(check_bundle(bundle))
         self._db_lock = threading.Lock()
         self._retriever_lock = threading.Lock()
         self._retriever: Retriever | None = retriever
@@ -587,7 +587,7 @@ class BundleTools:
         return payload
 
 
-def _connect(path: Path) -> duckdb.DuckDBPyConnection:
+def open_readonly(path: Path) -> duckdb.DuckDBPyConnection:
     """A DuckDB instance of its own with the bundle's file attached read-only, then locked down.
 
     An instance of its own, so its settings never meet the process's other (default) connections to the file:

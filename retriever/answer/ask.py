@@ -24,6 +24,7 @@ class AskResult:
             "answer": self.answer.text,
             "not_found": self.answer.not_found,
             "supported": self.answer.supported,
+            "flag": self.answer.flag,
             "citations": [{**c.to_json(), "ref": c.ref} for c in self.answer.citations],
             "retrieved": [h.to_json() for h in self.retrieval.hits],
             "retrieval": {
@@ -32,6 +33,7 @@ class AskResult:
                 "ranker": self.retrieval.ranker,
                 "notes": self.retrieval.notes,
                 "tokens": self.retrieval.tokens,
+                "left_out": self.retrieval.left_out,
             },
             "model": self.answer.model,
             "finish_reason": self.answer.finish_reason,

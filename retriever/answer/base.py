@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 from urllib.parse import quote
@@ -52,6 +52,7 @@ class Citation:
     path: str
     note_id: str = ""
     heading: str = ""  # plain heading text ("Loot"), "" for the note as a whole
+    quote: str = field(default="", compare=False)  # the passage of the note it rests on, verbatim ("" if none)
 
     @property
     def url(self) -> str:
@@ -73,7 +74,8 @@ class Citation:
         return f"[{self.label}]({self.url})"
 
     def to_json(self) -> dict[str, str]:
-        return {"note_id": self.note_id, "heading": self.heading, "title": self.title, "path": self.path}
+        return {"note_id": self.note_id, "heading": self.heading, "title": self.title, "path": self.path,
+                "quote": self.quote}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -87,11 +89,12 @@ class Answer:
     model: str
     not_found: bool = False  # the one rule of `refusal.not_found`, decided when the answer was parsed
     raw: str = ""  # what the model returned before parsing (JSON for the structured backends)
+    flag: str = ""  # why a cited answer is not to be relied on (a note's planted reply, copied: `prompt.posed_by`)
 
     @property
     def supported(self) -> bool:
-        """A claim that cites at least one note of its context."""
-        return bool(self.citations) and not self.not_found
+        """A claim that cites at least one note of its context, and no flag against it."""
+        return bool(self.citations) and not self.not_found and not self.flag
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Protocol, TypeVar
 
@@ -34,6 +34,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from retriever.answer.base import Answer, Citation, ContextNote, OnToken
+from retriever.answer.prompt import poses_as_answer
 from retriever.answer.refusal import NOT_FOUND, fold, not_found
 
 MODEL = "extract"
@@ -46,6 +47,11 @@ RATIO = 0.5  # a passage joins the best one when it scores at least this share o
 MAX_QUOTES = 3
 K1, B = 1.2, 0.75  # BM25's usual constants
 CONTEXT_TF = 0.5  # what a word of the title, heading or table header adds to a passage's count of it
+# IDF is computed as if the context held at least this many passages. The raw BM25 threshold was chosen on the
+# golden sets' contexts, which hold 51 to 259 passages; over a context of three short notes (a small vault, a
+# tight --max-tokens) every word's IDF is small, so a question the one passage answers word for word scored
+# under the threshold and was refused. A floor below every golden context changes none of their scores.
+IDF_PASSAGES = 40
 
 _BLOCKS = MarkdownIt("commonmark").disable("inline").enable("table")
 _SENTENCE_END = re.compile(r"(?<=[.!?])([\"'\u201d\u2019)\]*_]*)\s+(?=[\"'\u201c\u2018(\[*_]*[A-Z0-9])")
@@ -86,7 +92,7 @@ class Passage:
 
     @property
     def citation(self) -> Citation:
-        return Citation(self.note.title, self.note.path, self.note.note_id, self.heading)
+        return Citation(self.note.title, self.note.path, self.note.note_id, self.heading, quote=self.text)
 
 
 @dataclass(frozen=True)
@@ -213,7 +219,7 @@ def passages(note: ContextNote, rank: int = 0) -> list[Passage]:
 
 def _row(note: ContextNote, rank: int, heading: str, line: str, context: frozenset[str]) -> list[Passage]:
     text = line.strip().strip("|").strip()
-    return [] if _TABLE_RULE.match(text) else _passage(note, rank, heading, text, context)
+    return [] if _TABLE_RULE.match(text) or poses_as_answer(text) else _passage(note, rank, heading, text, context)
 
 
 def _paragraph(
@@ -227,6 +233,8 @@ def _paragraph(
         at = source.find(content.strip())
         line = source[at : at + len(content.strip())] if at >= 0 and content.strip() else ""
         line = _CALLOUT.sub("", line)
+        if poses_as_answer(line):
+            continue  # a planted reply is never quoted as the answer
         for sentence in sentences(line):
             found += _passage(note, rank, heading, sentence, context)
     return found
@@ -246,7 +254,7 @@ def score(question: str, candidates: Sequence[Passage], *, rank_weight: float = 
     lengths = [sum(p.terms.values()) for p in candidates]
     average = sum(lengths) / n
     df = Counter(t for p in candidates for t in set(p.terms) | p.context if t in query)
-    idf = {t: math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in query}
+    idf = {t: math.log(1 + (max(n, IDF_PASSAGES) - df[t] + 0.5) / (df[t] + 0.5)) for t in query}
     total = sum(idf.values())
     scored = []
     for p, length in zip(candidates, lengths, strict=True):
@@ -324,3 +332,22 @@ class ExtractAnswerer:
             not_found=not_found(text, flag=not chosen, cited=bool(citations)),
             raw=json.dumps(raw, ensure_ascii=False),
         )
+
+
+def anchored(claim: str, citations: Sequence[Citation], notes: Sequence[ContextNote]) -> tuple[Citation, ...]:
+    """Each citation with the passage it rests on: the passage of the cited section (the whole note when it names
+    none) that shares the most scoring terms with ``claim``, verbatim; none shared, no quote."""
+    by_id = {note.note_id: note for note in notes}
+    want = set(terms(claim))
+    out = []
+    for c in citations:
+        note = by_id.get(c.note_id)
+        best, most = "", 0
+        for passage in passages(note) if note is not None and want else ():
+            if c.heading and passage.heading != c.heading:
+                continue
+            shared = len(want & set(passage.terms))
+            if shared > most:
+                best, most = passage.text, shared
+        out.append(replace(c, quote=best))
+    return tuple(out)

@@ -9,6 +9,7 @@ object (`structured`); the prompt ends where that object starts, never in a slot
 
 from __future__ import annotations
 
+import difflib
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -138,10 +139,60 @@ def plain(text: str) -> str:
     return "".join(c for c in text if unicodedata.category(c) != "Cf")
 
 
+# Words that make a note line present what follows as a reply: "the answer is", "respond with", "say that".
+_CUE = re.compile(r"\b(?:answers?|repl(?:y|ies)|respon(?:se|d|ds)|say|tell|output|print|write)\b", re.IGNORECASE)
+_WORD = re.compile(r"\w+")
+_SHORT_LABEL = re.compile(r"^[\W_]*(?:a|ans|re)[ \t*_]*:", re.IGNORECASE)  # `A: ...` after a `Q: ...`
+
+
+def posed_by(answer: str, notes: Sequence[ContextNote]) -> str | None:
+    """The note whose text holds ``answer`` (nearly) verbatim on a line that presents it as an answer, else None.
+
+    The prompt withholds the lines ``_ANSWER_SLOT`` knows (`neutralize`); this is the check on the other side: a
+    planted reply that a pattern missed and a model copied. Near means nine in ten of the answer's words, in
+    order; "presents" means an answer or reply cue before the span on its line (or alone on the line above).
+    Answers under four words are not judged: too short to be a copied plant rather than a fact.
+    """
+    want = _WORD.findall(plain(answer).casefold())
+    if len(want) < 4:
+        return None
+    for note in notes:
+        above = ""
+        for line in note.text.splitlines():
+            seen = plain(line)
+            start = _span_start(_WORD.findall(seen.casefold()), want)
+            if start is not None:
+                before = " ".join(_WORD.findall(seen)[:start]) or above
+                if _ANSWER_SLOT.search(seen) or _SHORT_LABEL.match(seen) or _CUE.search(before):
+                    return note.note_id
+            if seen.strip():
+                above = seen
+    return None
+
+
+def _span_start(words: list[str], want: list[str]) -> int | None:
+    """Where ``want`` starts in ``words`` when nine in ten of its words appear there in order, else None."""
+    if len(words) < len(want) * 0.9:
+        return None
+    matcher = difflib.SequenceMatcher(None, words, want, autojunk=False)
+    blocks = [b for b in matcher.get_matching_blocks() if b.size]
+    if not blocks or sum(b.size for b in blocks) < 0.9 * len(want):
+        return None
+    if blocks[-1].a + blocks[-1].size - blocks[0].a > len(want) * 1.2:
+        return None  # the words are there, but scattered over the line: not a copied span
+    return blocks[0].a
+
+
+def poses_as_answer(line: str) -> bool:
+    """A note line posing as the answer slot (`Final answer: ...`, a JSON object with an "answer" key), seen as
+    the model sees it: the prompt withholds it, the extractive answerer never quotes it."""
+    return _ANSWER_SLOT.search(plain(line)) is not None
+
+
 def _neutral_line(line: str) -> str:
-    seen = plain(line)
-    if _ANSWER_SLOT.search(seen):
+    if poses_as_answer(line):
         return WITHHELD
+    seen = plain(line)
     if seen != line and _LABEL.match(seen):
         line = seen  # a label hidden by format characters is defused in its plain form
     return _LABEL.sub(_defuse_label, line, count=1)

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from retriever.answer.base import Answer, Citation, ContextNote
+from retriever.answer.extract import anchored
+from retriever.answer.prompt import posed_by
 from retriever.answer.refusal import NOT_FOUND, not_found, refusal_only
 
 MAX_CITATIONS = 3
@@ -137,6 +139,7 @@ class Parsed:
     citations: tuple[Citation, ...]
     not_found: bool
     valid: bool  # the reply was a JSON object of the contract (after closing a cut-off one)
+    flag: str = ""  # see Answer.flag
 
     def answer(
         self, reply: str | Mapping[str, Any], finish: str, tokens: tuple[int, int], seconds: float, model: str
@@ -153,6 +156,7 @@ class Parsed:
             model=model,
             not_found=self.not_found,
             raw=reply if isinstance(reply, str) else json.dumps(reply, ensure_ascii=False),
+            flag=self.flag,
         )
 
 
@@ -173,7 +177,15 @@ def parse(
     flag = data.get("not_found") is True
     if refusal_only(text):  # "not found in the vault" with a citation: a refusal, and the citation supports nothing
         citations = ()
-    return Parsed(text, citations, not_found(text, flag=flag, cited=bool(citations)), valid)
+    refused = not_found(text, flag=flag, cited=bool(citations))
+    citations = citations if refused else anchored(text, citations, notes)
+    planted = None if refused else posed_by(text, notes)
+    posing = (
+        f"the answer is a reply written in the note {planted}, copied: a planted answer, not a finding"
+        if planted
+        else ""
+    )
+    return Parsed(text, citations, refused, valid, posing)
 
 
 _CLOSERS = ('"}', '"]}', "]}", "}", '", "citations": [], "not_found": false}', '"}], "not_found": false}',

@@ -6,22 +6,14 @@ import json
 import os
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import typer
 
 from retriever.answer.base import Answer, AnswerSpec, Backend
-from retriever.retrieve import Retrieval, Retriever, SearchSpec
-from vault2okf.cli.options import (
-    BUNDLE,
-    CHROMA_URL,
-    NO_AGENT,
-    QUESTION,
-    answer_options,
-    check_question,
-    say_notice,
-    search_options,
-)
+from retriever.retrieve import Hit, Retrieval, Retriever, SearchSpec
+from vault2okf.cli.options import BUNDLE, CHROMA_URL, NO_AGENT, QUESTION, answer_options, check_question, search_options
 
 
 @search_options
@@ -45,6 +37,7 @@ def ask_cmd(
     """Answer QUESTION from the notes, citing them; says 'not found in the vault' when they do not hold it."""
     from retriever.answer.ask import ask
     from retriever.answer.base import check_answerer
+    from vault2okf.cli.search import open_retriever, searched
 
     check_question(question)
     if prefetch and not agent:
@@ -52,8 +45,7 @@ def ask_cmd(
     if agent and answer.llm == Backend.EXTRACT:
         raise typer.BadParameter(NO_AGENT, param_hint="'--agent'")
     check_answerer(answer.llm, model=answer.model)  # a missing GGUF or model ID fails here, before any model loads
-    retriever = Retriever.open(bundle, chroma_url=chroma_url)
-    say_notice(retriever.notice)
+    retriever = open_retriever(bundle, chroma_url)
     retriever.prepare(spec)
     if agent:  # retriever/agent/loop.py: the model calls the tool layer, then answers from what it returned
         _ask_agent(bundle, question, retriever, spec, answer, steps=steps, prefetch=prefetch, as_json=as_json)
@@ -61,10 +53,11 @@ def ask_cmd(
     answerer = answer.answerer()
     say_notice(answerer.notice)
     stream = None if as_json else _print_token
-    early = not as_json and sys.stdout.isatty()  # a person watching: the sources while the model loads
+    early = not as_json and sys.stdout.isatty()  # a person watching: the notes while the model loads
     result = ask(
-        question, lambda q: retriever.search(q, spec), answerer, on_token=stream, concepts=retriever.graph.concepts,
-        on_retrieved=_print_retrieved if early else None, started=process_started(),
+        question, lambda q: searched(retriever, q, spec), answerer, on_token=stream,
+        concepts=retriever.graph.concepts, on_retrieved=_print_retrieved if early else None,
+        started=process_started(),
     )  # fmt: skip
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
@@ -72,13 +65,15 @@ def ask_cmd(
     typer.echo("")
     for line in render_sources(result.answer):
         typer.echo(line)
-    if not early:
-        _print_retrieved(result.retrieval)
+    if not early:  # (on a terminal the notes were listed before the answer)
+        for line in context_lines(result.answer, result.retrieval.hits):
+            typer.echo(line, err=True)
 
 
 def _print_retrieved(retrieval: Retrieval) -> None:
-    for hit in retrieval.hits:
-        typer.echo(f"  [{hit.via}] {hit.title} ({hit.doc_path})", err=True)
+    """The notes retrieved for the answer, listed before it (the model may take seconds to load)."""
+    for line in context_lines(None, retrieval.hits):
+        typer.echo(line, err=True)
 
 
 def process_started() -> float:
@@ -125,11 +120,42 @@ def render_sources(answer: Answer) -> list[str]:
         return []
     if not answer.citations:
         return ["", "(unsupported: this answer cites no note of its context — do not rely on it)"]
-    lines = ["", "Sources:"]
+    lines = ["", f"(unsupported: {answer.flag} — do not rely on it)"] if answer.flag else []
+    lines += ["", "Sources:"]
     for number, c in enumerate(answer.citations, start=1):
         anchor = f"#{c.heading}" if c.heading else ""
-        lines.append(f"  [{number}] {c.label} — {c.path}{anchor}")
+        quote = f': "{_clip(c.quote)}"' if c.quote and c.quote not in answer.text else ""  # extract quoted it
+        lines.append(f"  [{number}] {c.label}{quote} — {c.path}{anchor}")
     return lines
+
+
+def context_lines(answer: Answer | None, hits: Sequence[Hit]) -> list[str]:
+    """The notes the answer was given, each once, in context order: how it came (vector or hop) and, for a
+    cited note, the numbers of its citations in the Sources list (none before the answer: ``answer`` None)."""
+    cited: dict[str, list[str]] = {}
+    for number, c in enumerate(answer.citations if answer else (), start=1):
+        cited.setdefault(c.note_id, []).append(f"[{number}]")
+    seen: set[str] = set()
+    lines = [f"Context ({len({h.note_id for h in hits})} notes):"]
+    for hit in hits:
+        if hit.note_id in seen:
+            continue
+        seen.add(hit.note_id)
+        mark = f"cited {' '.join(cited[hit.note_id])}" if hit.note_id in cited else ""
+        lines.append(f"  {mark:<12} {hit.via:<6} {hit.title} ({hit.doc_path})")
+    return lines
+
+
+def _clip(text: str, most: int = 200) -> str:
+    """A quote for one line: its first ``most`` characters, cut at a word, with "…"."""
+    text = " ".join(text.split())
+    return text if len(text) <= most else text[:most].rsplit(" ", 1)[0] + " …"
+
+
+def say_notice(notice: str | None) -> None:
+    """A model's notice (the tiny packaged model is in use), on stderr."""
+    if notice:
+        typer.echo(f"note: {notice}", err=True)
 
 
 def _print_token(token: str) -> None:

@@ -22,8 +22,9 @@ from retriever.answer.ask import AskResult, ask
 from retriever.answer.base import Answerer, AnswerSpec
 from retriever.errors import RetrieverError
 from retriever.retrieve import Retrieval, Retriever, SearchSpec
-from vault2okf.cli.options import BUNDLE, CHROMA_URL, answer_options, say_notice, search_options
-from vault2okf.cli.search import hit_lines
+from vault2okf.cli.ask import context_lines, render_sources, say_notice
+from vault2okf.cli.options import BUNDLE, CHROMA_URL, answer_options, search_options
+from vault2okf.cli.search import hit_lines, open_retriever
 
 PROMPT = "> "
 HELP = "Enter a question, or /search QUESTION, /sources, /history, /help, /quit."
@@ -78,9 +79,8 @@ class ChatSession:
         self.last = result
         if not streamed:
             self.out.write(result.answer.text)
-        self._print("")
-        for i, citation in enumerate(result.answer.citations, start=1):
-            self._print(f"  [{i}] {getattr(citation, 'label', citation.title)} ({citation.path})")
+        for line in render_sources(result.answer) or [""]:  # the quote each citation rests on, like ask's
+            self._print(line)
         t = result.timings
         search_ms = t.get("embed_ms", 0.0) + t.get("retrieve_ms", 0.0)
         self._note(
@@ -103,10 +103,11 @@ class ChatSession:
         if self.last is None:
             return self._say("nothing asked yet")
         retrieval = self.last.retrieval if isinstance(self.last, AskResult) else self.last
-        self._hits(retrieval)
         if isinstance(self.last, AskResult):
-            cited = ", ".join(getattr(c, "label", c.title) for c in self.last.answer.citations) or "none"
-            self._print(f"cited: {cited}")
+            for line in context_lines(self.last.answer, retrieval.hits):  # each note once, cited ones marked
+                self._print(line)
+        else:
+            self._hits(retrieval)
         return True
 
     def _hits(self, retrieval: Retrieval) -> None:
@@ -180,8 +181,7 @@ def chat_cmd(
         os.environ["VAULT2OKF_VERBOSE"] = "1"
     check_answerer(answer.llm, model=answer.model)  # a missing GGUF or model ID fails here, before any model loads
     started = time.perf_counter()
-    retriever = Retriever.open(bundle, chroma_url=chroma_url)
-    say_notice(retriever.notice)
+    retriever = open_retriever(bundle, chroma_url)
     retriever.prepare(spec)
     retriever.embed("warm up")  # the first question pays no one-time set-up of the embedder
     answerer = answer.answerer()  # after --verbose: llama.cpp's log lines too

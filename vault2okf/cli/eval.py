@@ -46,6 +46,7 @@ def eval_cmd(
 
         agent_spec = AgentSpec(steps, prefetch)
     out_dir = out if out is not None else bundle / "reports"  # never the project's own reports/ by default
+    _check_writable(out_dir, default=out is None)
     paths, summary = evaluate(
         bundle, golden, out_dir, stem or f"eval-{golden.stem}", rankers=rankers,
         answer=AnswerSpec(llm, model, answer_tokens=answer_tokens) if answers else None,
@@ -55,3 +56,18 @@ def eval_cmd(
     typer.echo(summary)
     for path in paths:
         typer.echo(f"wrote {path}")
+
+
+def _check_writable(out_dir: Path, *, default: bool) -> None:
+    """The report folder can be written (it, or the nearest folder above it that exists): said before any work."""
+    import os
+
+    where = out_dir
+    while not where.exists() and where.parent != where:
+        where = where.parent
+    if where.is_dir() and os.access(where, os.W_OK):
+        return
+    from vault2okf.errors import Vault2OkfError
+
+    hint = " (a read-only bundle?): pass --out with a folder you can write" if default else ": choose another --out"
+    raise Vault2OkfError(f"the report folder {out_dir} cannot be written{hint}")

@@ -26,12 +26,6 @@ NO_AGENT = "--llm extract has no model to call the tools: use --llm llama or bed
 Option = tuple[str, Any, Any]  # parameter name, type, typer.Option
 
 
-def say_notice(notice: str | None) -> None:
-    """A notice (the tiny packaged model is in use; questions go through FlagEmbedding), as a note on stderr."""
-    if notice:
-        typer.echo(f"note: {notice}", err=True)
-
-
 def search_options(command: Callable[..., None]) -> Callable[..., None]:
     """Give ``command`` the search options; they reach it as one ``spec: SearchSpec`` keyword argument."""
     from retriever.rankers import RankerName

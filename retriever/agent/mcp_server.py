@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import quote
 
 from retriever.agent.tools import TOOLS, BundleTools, Limits, Tool, ToolError, declare
+from retriever.agent.tools.context import stamp as tool_stamp
 from retriever.agent.tools.results import dumps
 from retriever.errors import RetrieverError
 
@@ -177,7 +178,7 @@ def _server_class() -> Any:
         def refresh(self) -> None:
             stamps = getattr(self, "stamps", {})
             for name, tools in self.library.tools.items():
-                stamp = _stamp(tools.bundle)
+                stamp = tool_stamp(tools.bundle / "okf.duckdb")
                 if name in stamps and stamps[name] == stamp:
                     continue
                 stamps[name] = stamp
@@ -197,15 +198,6 @@ def _server_class() -> Any:
             return await super().read_resource(uri, context)
 
     return BundleServer
-
-
-def _stamp(bundle: Path) -> tuple[int, int, int] | None:
-    """What changes when `convert` writes the bundle again: its database file's inode, time and size."""
-    try:
-        st = (bundle / "okf.duckdb").stat()
-    except OSError:
-        return None
-    return st.st_ino, st.st_mtime_ns, st.st_size
 
 
 def _add_resources(server: Any, name: str, tools: BundleTools) -> None:

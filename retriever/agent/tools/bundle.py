@@ -54,6 +54,7 @@ class BundleTools(ToolContext):
         if declared is None:
             raise ToolError(f"unknown tool {tool!r}: the tools are {', '.join(TOOLS)}")
         declared.check(args)
+        self.follow()
         shown: Shown = declared.fn(self, **args)
         return shown
 

@@ -40,6 +40,23 @@ class ToolContext:
         self._retriever_lock = threading.Lock()
         self._retriever: Retriever | None = retriever
         self._graph: Any = None
+        self._stamps = (stamp(self.bundle / "okf.duckdb"), stamp(self.bundle / ".vault2okf" / "index.json"))
+
+    def follow(self) -> None:
+        """Serve the bundle as it is now: after a `convert` replaced its database (a server outlives many, under
+        `watch`), reopen the database and forget the notes, graph and retriever read from the old one; after an
+        `index`, reopen the retriever. The old connection closes when the calls still using it are done."""
+        now = (stamp(self.bundle / "okf.duckdb"), stamp(self.bundle / ".vault2okf" / "index.json"))
+        if now == self._stamps or now[0] is None:  # unchanged, or between a convert's swaps: the old one serves
+            return
+        with self._retriever_lock:
+            if now[0] != self._stamps[0]:
+                try:
+                    db = Sandbox(check_bundle(self.bundle), self.limits)
+                except RetrieverError:
+                    return  # half written, or damaged: the old database serves until the next call
+                self.db, self.notes, self._graph = db, Notes(self.bundle, db), None
+            self._retriever, self._stamps = None, now
 
     def retriever(self) -> Retriever:
         """The opened retriever (Chroma + embedder), loaded on the first search only."""
@@ -68,3 +85,13 @@ class ToolContext:
 
     def close(self) -> None:
         self.db.close()
+
+
+def stamp(path: Path) -> tuple[int, int, int] | None:
+    """What changes when a file is written again (`convert` swaps the bundle, `index` rewrites index.json): its
+    inode, time and size; None when it is not there."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_size

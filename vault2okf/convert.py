@@ -40,6 +40,7 @@ from vault2okf.db import ConceptRow, DatabaseWriter, LinkRow
 from vault2okf.errors import Vault2OkfError, disk_full_message, is_disk_full
 from vault2okf.guard import Problems, note_meta_safe, parse_safe, read_bytes, resolve_links_safe, rewrite_safe
 from vault2okf.html import link_health_html
+from vault2okf.mentions import Mention, mention_rows, prose, vault_mentions
 from vault2okf.meta import Meta, vault_base
 from vault2okf.names import assign_doc_paths
 from vault2okf.parse import _FM_WIKILINK, Note, Problem, Syntax, split_wikilink
@@ -248,6 +249,7 @@ class _Run:
             "links": note.links,
             "blocks": tuple(b.id for b in note.blocks),
             "words": body_words(note.body),
+            "prose": prose(note),
         }
         self._meta(f, state, note)
         return state, replace(note, code=None)  # its lines: only the fields read them
@@ -377,6 +379,13 @@ class _Run:
         )
 
     # -- the report and the files -------------------------------------------------------------------------
+    @cached_property
+    def mentions(self) -> list[Mention]:
+        """Unlinked mentions, found again over the whole vault each run (every note's names matter)."""
+        paths = [f.path for f in self.walk.notes]
+        metas = {p: self.states[p]["meta"] for p in paths}
+        return vault_mentions(paths, metas, {p: self._get(p, "prose") for p in paths}, self.records)
+
     @property
     def report(self) -> LinkReport:
         if not hasattr(self, "_report"):
@@ -400,6 +409,7 @@ class _Run:
                 types=tuple(type_rows(metas)),
                 variants=variants,
                 suggested=dict(known),
+                mentions=tuple(self.mentions),
             )
         return self._report
 
@@ -410,6 +420,8 @@ class _Run:
         try:
             self._make_docs(stage, database.concepts)
             self.clock.lap("docs")
+            self.mentions  # noqa: B018 - found now, so the clock times them alone
+            self.clock.lap("mentions")
             with ThreadPoolExecutor(max_workers=1) as pool:  # DuckDB loads while the rest is made and written
                 links = pool.submit(self._write_links, database)
                 files = self._write_rest(stage)
@@ -431,6 +443,7 @@ class _Run:
                     database.links(batch)
                     batch = []
         database.links(batch)
+        database.mentions(mention_rows(self.mentions, lambda p: concept_id(self.doc_of[p])))
         database.close()
 
     def _write_rest(self, stage: Path) -> list[str]:
@@ -509,7 +522,7 @@ class _Run:
 _LINK_BATCH = 5000  # links rows per insert: few statements, never every row in memory at once
 _STATE_FIELDS = (
     "sig", "content", "read_problems", "parse_problems", "links", "blocks", "words", "mtime", "base", "meta",
-    "meta_problems", "resolved", "resolve_problems", "inputs", "rewrite_problems", "doc_problems",
+    "meta_problems", "resolved", "resolve_problems", "inputs", "rewrite_problems", "doc_problems", "prose",
 )  # fmt: skip
 
 

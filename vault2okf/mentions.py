@@ -58,7 +58,9 @@ _COMBINING = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\u
 _BREAK = "\x1f"  # where a link, code span or tag was: no name is matched across it
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t#]*$")
 _BLANKED = re.compile(
-    r"(`+).*?\1"  # inline code
+    r"!?\[[^\]\n]*\]\([^)\n]*\)"  # a markdown link or image the parser kept out of ``links`` (a web link)
+    r"|!?\[\[[^\]\n]*\]\]"  # a wikilink (every one is in ``links``; this is a safety net)
+    r"|(`+).*?\1"  # inline code
     r"|<!--.*?(?:-->|$)"  # an HTML comment (its tail on this line)
     r"|</?[A-Za-z][^<>\n]*>"  # an HTML tag (the text between tags is prose)
     r"|%%.*?(?:%%|$)"  # an Obsidian comment on one line

@@ -79,6 +79,14 @@ def test_short_names_shared_names_and_numbers_are_left_out() -> None:
     assert _found(ash, KANDA, twin, year, log) == set()
 
 
+def test_a_shared_name_still_holds_its_words() -> None:
+    """Two notes named "Boba Market": neither is suggested, and "Boba" is not found inside their name."""
+    notes = [_note("A/Boba Market.md", "x\n"), _note("B/Boba Market.md", "x\n"), _note("Places/Boba.md", "x\n")]
+    assert _found(*notes, _note("Diary.md", "At the Boba Market, in Boba.\n")) == {
+        ("Diary.md", "Places/Boba.md", "Boba")
+    }
+
+
 def test_a_one_word_title_common_in_the_vault_is_dropped() -> None:
     """Rule 4: "Rest" written (capitalised, outside links) in more than 5% of the notes, and 3 or more, names
     nothing in particular; the two-word "Long Rest" written as often is still a name."""

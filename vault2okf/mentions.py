@@ -15,7 +15,8 @@ candidates included) has no unlinked mention of it.
 **The rule for short and common names** (parameters below, measured in ``reports/mentions-precision.md``):
 1. a name must hold a letter and a word that is not a number ("2023-04-01", "12" name nothing);
 2. a one-word name shorter than ``MIN_CHARS`` letters is dropped ("Ash", "Bo", "Inn" are words first);
-3. a name that more than ``MAX_NOTES_PER_NAME`` notes carry is dropped: a suggestion must name one note;
+3. a name that more than ``MAX_NOTES_PER_NAME`` notes carry names none of them (a suggestion must name one
+   note), though it is still matched, so its words are not taken for a shorter name;
 4. a one-word name found (outside links) in more than ``MAX_SHARE`` of the vault's notes, and in at least
    ``MIN_COMMON_NOTES`` of them, is dropped: measured on the vault itself, so "Rest", "Magic" or "Water" as a
    title stop flooding in a vault whose text uses them everywhere, while a rare proper name is kept. Only
@@ -130,8 +131,10 @@ def usable(words: tuple[str, ...]) -> bool:
     return len(words) > 1 or len(words[0]) >= MIN_CHARS
 
 
-def name_index(notes: Sequence[NoteNames]) -> tuple[dict[tuple[str, ...], str], frozenset[tuple[str, ...]]]:
-    """Folded name -> the one note carrying it (rules 1-3); and the one-word names written with a capital."""
+def name_index(notes: Sequence[NoteNames]) -> tuple[dict[tuple[str, ...], str | None], frozenset[tuple[str, ...]]]:
+    """Folded name -> the one note carrying it (rules 1 and 2), None for a name several notes carry (rule 3: it
+    is still matched, so "Boba" is not found inside a shared "Boba Market"); and the one-word names written with
+    a capital."""
     owners: dict[tuple[str, ...], set[str]] = defaultdict(set)
     capital: set[tuple[str, ...]] = set()
     for note in notes:
@@ -143,7 +146,7 @@ def name_index(notes: Sequence[NoteNames]) -> tuple[dict[tuple[str, ...], str], 
                 owners[words].add(note.path)
                 if len(words) == 1 and not name.islower():
                     capital.add(words)
-    index = {k: next(iter(v)) for k, v in owners.items() if len(v) <= MAX_NOTES_PER_NAME}
+    index = {k: next(iter(v)) if len(v) <= MAX_NOTES_PER_NAME else None for k, v in owners.items()}
     return index, frozenset(capital)
 
 
@@ -157,14 +160,15 @@ def find_mentions(notes: Sequence[NoteNames]) -> list[Mention]:
     for note in notes:
         hits = [h for h in _scan(note.prose, names) if not (h[0] in capital and h[2].islower())]  # rule 5
         found.append((note.path, hits))
-        seen_in.update({name for name, _, _ in hits if index[name] != note.path})
+        seen_in.update({name for name, _, _ in hits if index[name] not in (note.path, None)})
     floor = max(MIN_COMMON_NOTES, MAX_SHARE * len(notes))
     common = {name for name, n in seen_in.items() if len(name) == 1 and n > floor}
     by_path = {n.path: n for n in notes}
     out: list[Mention] = []
     for path, hits in found:
         note = by_path[path]
-        out.extend(_mentions(note, [(index[k], line, text) for k, line, text in hits if k not in common]))
+        kept = [(target, line, text) for k, line, text in hits if (target := index[k]) and k not in common]
+        out.extend(_mentions(note, kept))
     return out
 
 
@@ -202,11 +206,11 @@ def _scan(text: str, names: _Names) -> Iterable[tuple[tuple[str, ...], int, str]
 
 @dataclass(frozen=True)
 class _Names:
-    index: Mapping[tuple[str, ...], str]
+    index: Mapping[tuple[str, ...], str | None]
     lengths: Mapping[str, tuple[int, ...]]  # first word of a name -> the lengths of names starting so, longest first
 
     @classmethod
-    def of(cls, index: Mapping[tuple[str, ...], str]) -> _Names:
+    def of(cls, index: Mapping[tuple[str, ...], str | None]) -> _Names:
         lengths: dict[str, set[int]] = defaultdict(set)
         for key in index:
             lengths[key[0]].add(len(key))

@@ -176,3 +176,14 @@ def test_finding_mentions_is_linear_in_the_vault() -> None:
         return find_mentions(vaults.setdefault(n, _vault(n)))
 
     assert_linear(work, "find_mentions", start=256)
+
+
+@pytest.mark.parametrize("unit", ["[[", "![[a|", "[", "[a](", "[[x]] ", "`", "<a", "a.", "# ", "%%", "<!--"], ids=repr)
+def test_a_hostile_line_is_read_in_linear_time(unit: str) -> None:
+    """One line of a repeated opener (tests/hostile.py's kind) costs linear time in ``prose`` and the finder."""
+
+    def work(n: int) -> object:
+        note = parse_note("n.md", f"# {unit * n}\n{unit * n} Kanda\n".encode())
+        return find_mentions([NoteNames("n.md", ("n",), prose(note), frozenset()), KANDA])
+
+    assert_linear(work, f"a line of {unit!r}", start=512)

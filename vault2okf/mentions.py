@@ -30,9 +30,12 @@ candidates included) has no unlinked mention of it.
 Why not a fixed stop list: the vaults differ (a German wiki, a task tracker, campaigns); the document
 frequency on the vault's own notes says which of *its* titles are ordinary words.
 
+On thellade (1,442 notes) rule 3 leaves 8 names to no note and rule 4 drops "Reach" (named in 619 notes) and
+"Religions" (566); by hand 29 of 30 sampled mentions there are right, 11 of 17 on children-of-ash.
+
 Cost: one pass over each note's prose lines; a line is split into words only when it holds the first word of
-some name (``set.isdisjoint`` over a ``findall``, both in C), so the vault's text is read once in C and a
-tenth of it, or less, in Python. Linear in the vault's size (``tests/test_mentions.py`` growth test).
+some name (``set.isdisjoint`` over a ``findall``, both in C): on thellade 15,857 of 267,622 lines, 0.43 s of
+CPU in all. Linear in the vault's size and on hostile lines (``tests/test_unlinked_mentions.py``).
 """
 
 from __future__ import annotations

@@ -18,16 +18,18 @@ from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from vault2okf import bundle as b
 from vault2okf.cache import Body, ConvertCache, NoteState, output_sig, suggest_key, universe_digest, walk_digest
-from vault2okf.concept import concept_row, doc_safe, link_row
+from vault2okf.concept import concept_id, concept_row, doc_safe, link_row
 from vault2okf.config import Config
 from vault2okf.db import ConceptRow, DatabaseWriter, LinkRow
 from vault2okf.guard import Problems, note_meta_safe, read_note, resolve_links_safe, rewrite_safe
 from vault2okf.html import link_health_html
+from vault2okf.mentions import Mention, mention_rows, prose, vault_mentions
 from vault2okf.meta import Meta
 from vault2okf.names import assign_doc_paths
 from vault2okf.parse import Link, Note, Problem
@@ -51,11 +53,12 @@ class Reading:
     links: tuple[Link, ...]
     blocks: tuple[str, ...]
     words: BodyWords
+    prose: str  # mentions.prose: the running text unlinked mentions are found in
 
     @classmethod
     def of(cls, st: NoteState) -> Reading:
         return cls(read_problems=st.read_problems, parse_problems=st.parse_problems, links=st.links,
-                   blocks=st.blocks, words=st.words)  # fmt: skip
+                   blocks=st.blocks, words=st.words, prose=st.prose)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -150,7 +153,7 @@ class NoteWork:
             links=r.links, blocks=r.blocks, words=r.words, mtime=f.mtime, base=f.base, meta=f.meta,
             meta_problems=f.problems, resolved=self.resolved.resolutions, resolve_problems=self.resolved.problems,
             inputs=self.inputs, rewrite_problems=m.rewrite_problems, doc_problems=m.doc_problems, doc=doc,
-            output=output,
+            output=output, prose=r.prose,
         )  # fmt: skip
 
 
@@ -222,6 +225,7 @@ class Run:
             links=note.links,
             blocks=tuple(b.id for b in note.blocks),
             words=body_words(note.body),
+            prose=prose(note),
         )
         return _Read(content, reading, self._fields(f, note)), replace(note, code=None)  # its lines: for the fields
 
@@ -343,6 +347,12 @@ class Run:
         notes = [(p, pr) for p in self.paths for pr in self.works[p].problems(tuple(collided.get(p, ())))]
         return tuple(sorted([*self.walk.problems, *notes], key=_by_path))
 
+    @cached_property
+    def mentions(self) -> list[Mention]:
+        """Unlinked mentions, found again over the whole vault each run (every note's names matter)."""
+        metas = {p: self.works[p].meta for p in self.paths}
+        return vault_mentions(self.paths, metas, {p: self.works[p].reading.prose for p in self.paths}, self.records)
+
     @property
     def report(self) -> LinkReport:
         if not hasattr(self, "_report"):
@@ -364,6 +374,7 @@ class Run:
                 types=tuple(type_rows(metas)),
                 variants=variants,
                 suggested=dict(known),
+                mentions=tuple(self.mentions),
             )
         return self._report
 
@@ -374,6 +385,8 @@ class Run:
         try:
             self._make_docs(stage, database.concepts)
             self.clock.lap("docs")
+            self.mentions  # noqa: B018 - found now, so the clock times them alone
+            self.clock.lap("mentions")
             with ThreadPoolExecutor(max_workers=1) as pool:  # DuckDB loads while the rest is made and written
                 links = pool.submit(self._write_links, database)
                 files = self._write_rest(stage)
@@ -395,6 +408,7 @@ class Run:
                     database.links(batch)
                     batch = []
         database.links(batch)
+        database.mentions(mention_rows(self.mentions, lambda p: concept_id(self.doc_of[p])))
         database.close()
 
     def _write_rest(self, stage: Path) -> list[str]:

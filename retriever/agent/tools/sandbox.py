@@ -146,7 +146,7 @@ def cell(value: Any, limit: int) -> Any:
 def sql_error(e: Exception) -> str:
     first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
     if isinstance(e, duckdb.PermissionException):
-        return f"{first}: only the tables concepts, links and meta can be read"
+        return f"{first}: only the tables concepts, links, mentions and meta can be read"
     if isinstance(e, duckdb.ParserException):
         return f"SQL syntax error: {first}"
     if isinstance(e, duckdb.CatalogException | duckdb.BinderException):

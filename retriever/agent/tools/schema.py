@@ -41,6 +41,14 @@ COLUMNS: dict[str, dict[str, str]] = {
         "context": "plain text of the sentence, list item or table row holding the link",
         "in_frontmatter": "true when the link is a frontmatter value (previous: [[Session 4]])",
     },
+    "mentions": {
+        "source_id": "id of the note whose text names another note without linking it (unlinked mention)",
+        "target_id": "id of the note it names (by file name, title or alias)",
+        "text": "the words as written",
+        "line": "line of the first such mention in the source note",
+        "heading": "heading of the section holding it, else NULL",
+        "count": "how many times the source names the target",
+    },
     "meta": {"key": "schema_version, okf_version, vault", "value": "its value"},
 }
 

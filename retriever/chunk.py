@@ -198,6 +198,14 @@ def _size(section: _Section) -> int:
     return count_tokens(section.heading) + count_tokens(section.text)
 
 
+def split_header(text: str, title: str) -> tuple[tuple[str, ...], str]:
+    """The heading path and the rest of a chunk text of a note titled ``title`` (``_make_chunk`` writes the
+    header line ``Title > Heading > Subheading``); a text that does not start with that header is all rest."""
+    first, _, rest = text.partition("\n")
+    parts = first.split(" > ")
+    return (tuple(parts[1:]), rest) if parts[0] == title else ((), text)
+
+
 def _make_chunk(note_id: str, title: str, index: int, section: _Section) -> Chunk:
     path = section.path[1:] if section.path[:1] and section.path[0].casefold() == title.casefold() else section.path
     header = " > ".join((title, *path))

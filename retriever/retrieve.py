@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from functools import cached_property
 from pathlib import Path
@@ -21,7 +21,7 @@ import numpy as np
 
 from retriever.embed import Embedder
 from retriever.errors import RetrieverError
-from retriever.graph import NoteGraph, load_graph
+from retriever.graph import Concept, NoteGraph, load_graph
 from retriever.memory import ChunkTable, ContextVectors, Lexical
 from retriever.mentions import NameIndex, SessionMentions
 from retriever.rankers import RANKERS, HopInput, order, rrf
@@ -138,12 +138,11 @@ class Hit:
     text: str  # the chunk text(s) used as context
     tokens: int
     session_label: str | None = None
+    concept: Concept | None = field(default=None, repr=False, compare=False)  # the graph's, that the hit was made from
 
     def to_json(self) -> dict[str, Any]:
         """The hit without its text (`search --json`, `ask --json`'s `retrieved`)."""
-        data = asdict(self)
-        data.pop("text")
-        return data
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("text", "concept")}
 
 
 @dataclass(frozen=True)
@@ -314,6 +313,7 @@ class Retriever:
             text="\n\n".join(text for text, _ in parts),
             tokens=sum(n for _, n in parts),
             session_label=c.session_label if c else None,
+            concept=c,
         )
 
     def _budget(self, dense: list[ChunkHit], spec: SearchSpec) -> Budget:

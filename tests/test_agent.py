@@ -184,7 +184,8 @@ def test_step_schema_names_only_seen_ids_and_the_answer_cites_only_them(tools) -
     assert "read_note" not in offered and {"search", "sql", "schema", ANSWER_TOOL} <= set(offered)
     assert answer_schema([], {})["properties"]["answer"] == {"const": NOT_FOUND}  # nothing seen: only the refusal
     seen.add(ToolResult("read_note", {"id": "People/Widow Hale"}, json.dumps({"id": "People/Widow Hale",
-             "headings": ["Widow Hale", "Secrets", 'The "Key"']}), False, 1.0, ("People/Widow Hale",)))  # fmt: skip
+             "headings": ["Widow Hale", "Secrets", 'The "Key"']}), False, 1.0, ("People/Widow Hale",),
+             {"People/Widow Hale": ("Widow Hale", "Secrets", 'The "Key"')}))  # fmt: skip
     later = step_schema(seen, final=False)
     read = next(o for o in later["anyOf"] if o["properties"]["tool"]["const"] == "read_note")
     assert read["properties"]["arguments"]["properties"]["id"] == {"enum": ["People/Widow Hale"]}

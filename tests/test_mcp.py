@@ -178,10 +178,14 @@ def test_resources_follow_a_convert_while_serving(tmp_path: Path) -> None:
 
     async def body(client: Any) -> None:
         before = {str(r.uri) for r in (await client.list_resources()).resources}
+        assert payload(await client.call_tool("sql", {"query": "SELECT count(*) FROM concepts"}))["rows"][0][0] > 0
         assert old in before and new not in before
         (vault / "NPCs" / "Vann Solis.md").rename(vault / "NPCs" / "Vann Solis the Elder.md")
         (vault / "NPCs" / "Brand New.md").write_text("A note written while the server runs.\n", "utf-8")
         convert(vault, out)
+        query = {"query": "SELECT count(*) FROM concepts WHERE id = 'NPCs/Brand New'"}
+        assert payload(await client.call_tool("sql", query))["rows"] == [[1]]  # the tools follow the convert too
+        assert "written while" in payload(await client.call_tool("read_note", {"id": "Brand New"}))["text"]
         after = {str(r.uri) for r in (await client.list_resources()).resources}
         assert new in after and "okf://ash/concepts/NPCs/Brand%20New.md" in after and old not in after
         assert (

@@ -45,8 +45,9 @@ def test_the_connection_is_read_only(bundle: Path) -> None:
 @pytest.mark.parametrize(
     ("version", "message"),
     [
-        (None, r"schema unknown, older than the 1 this vault2okf reads: re-convert it with `vault2okf convert"),
+        (None, rf"schema unknown, older than the {SCHEMA_VERSION} this vault2okf reads: re-convert it with `vault2okf"),
         ("0", r"schema 0, older .* re-convert it"),
+        ("1", r"schema 1, older than the 2 .* re-convert it"),  # a bundle from before the mentions table
         (
             str(SCHEMA_VERSION + 1),
             rf"schema {SCHEMA_VERSION + 1}, newer than the {SCHEMA_VERSION} .*: upgrade vault2okf",

@@ -1,4 +1,4 @@
-"""The tool layer (retriever/agent/tools.py) on a small vault through the real converter and DuckDB: caps, errors,
+"""The tool layer (retriever/agent/tools/) on a small vault through the real converter and DuckDB: caps, errors,
 read-only SQL. Search runs against a real MiniLM index in the tests marked slow."""
 
 from __future__ import annotations
@@ -8,12 +8,12 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import duckdb
 import pytest
 
-from retriever.agent.tools import TOOL_SPECS, BundleTools, Limits, ToolError
+from retriever.agent.tools import TOOL_SPECS, Arg, BundleTools, Limits, Shown, ToolError, declare
 from retriever.okf import read_bundle
 from vault2okf.convert import convert
 
@@ -411,3 +411,51 @@ def test_llama_cpp_runs_with_the_grammar_of_every_tool_call() -> None:
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.lstrip().startswith('{ "tool":')
+
+
+def lookup(
+    ctx: object,
+    name: Annotated[str, Arg("Who.", max_length=5)],
+    how: Literal["a", "b"] = "a",
+    n: Annotated[int, Arg(minimum=1, maximum=3)] = 2,
+    note: str | None = None,
+) -> Shown:
+    """Look someone
+    up."""
+    return Shown({})
+
+
+def test_a_tool_is_declared_once_by_its_typed_signature() -> None:
+    tool = declare(lookup)
+    assert (tool.name, tool.description) == ("lookup", "Look someone up.")
+    assert tool.parameters == {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "maxLength": 5, "description": "Who."},
+            "how": {"type": "string", "enum": ["a", "b"], "default": "a"},
+            "n": {"type": "integer", "minimum": 1, "maximum": 3, "default": 2},
+            "note": {"type": "string"},
+        },
+        "required": ["name"],
+    }
+    for args, says in [
+        ({}, "lookup: missing name; it takes name, how, n, note"),
+        ({"name": "Ann", "x": 1}, "lookup: unknown argument(s) x"),
+        ({"name": "Annabel"}, "lookup: name is 7 characters; the most is 5: say it shorter"),
+        ({"name": "Ann", "n": 4}, "lookup: n must be between 1 and 3, not 4"),
+        ({"name": "Ann", "n": True}, "lookup: n must be a whole number, not True"),
+        ({"name": "Ann", "how": "c"}, "unknown how 'c': use 'a' or 'b'"),
+        ({"name": "Ann", "note": None}, "lookup: note must be a string, not None"),
+    ]:
+        with pytest.raises(ToolError) as info:
+            tool.check(args)
+        assert str(info.value).startswith(says), info.value
+    tool.check({"name": "Ann", "how": "b", "n": 3, "note": "x"})
+    assert (
+        str(tool.signature()) == "(name: str, how: Literal['a', 'b'] = 'a', n: int = 2, note: str | None = None) -> str"
+    )
+    assert TOOL_SPECS["search"]["parameters"]["properties"]["mode"] == {
+        "type": "string",
+        "enum": ["vector", "graph", "union"],
+        "default": "union",
+    }

@@ -34,6 +34,7 @@ from typing import Any
 from vault2okf import bundle as b
 from vault2okf.bundle import Doc
 from vault2okf.config import Config
+from vault2okf.mentions import vault_mentions
 from vault2okf.meta import Meta, TypeOrigin
 from vault2okf.parse import Link, Problem, Syntax
 from vault2okf.report import LinkRecord, LinkReport
@@ -78,6 +79,7 @@ class NoteState:
     doc_problems: tuple[Problem, ...]
     doc: Doc  # without its text, which is in the bundle
     output: tuple[int, ...]  # output_sig of concepts/<doc_path> as written
+    prose: str = ""  # mentions.prose: the running text unlinked mentions are found in
 
 
 @dataclass
@@ -151,6 +153,9 @@ class ConvertCache:
             aliases=aliases,
             types=body.types,
             variants=body.variants,
+            mentions=tuple(
+                vault_mentions(paths, {p: notes[p].meta for p in paths}, {p: notes[p].prose for p in paths}, records)
+            ),
         )
 
 
@@ -399,7 +404,7 @@ def _unstate(s: NoteState) -> tuple[Any, ...]:
         s.sig, s.content, _problems(s.read_problems), _problems(s.parse_problems), links, s.blocks,
         (dict(s.words.runs), s.words.lower), s.mtime, s.base, meta, _problems(s.meta_problems), resolved,
         _problems(s.resolve_problems), s.inputs, _problems(s.rewrite_problems), _problems(s.doc_problems), doc,
-        s.output,
+        s.output, s.prose,
     )  # fmt: skip
 
 
@@ -409,7 +414,7 @@ _STATUS = {s.value: s for s in Status}
 
 def _state(t: tuple[Any, ...]) -> NoteState:
     sig, content, read, parse, links, blocks, words, mtime, base, meta, meta_p, resolved, resolve_p = t[:13]
-    inputs, rewrite_p, doc_p, doc, output = t[13:]
+    inputs, rewrite_p, doc_p, doc, output, prose = t[13:]
     kind, title, description, stamp, tags, aliases, date, number, meta_problems, origin = meta
     return NoteState(
         sig=sig,
@@ -441,4 +446,5 @@ def _state(t: tuple[Any, ...]) -> NoteState:
         doc_problems=_unproblems(doc_p),
         doc=Doc(doc[0], doc[1], doc[2], doc[3], ""),
         output=output,
+        prose=prose,
     )

@@ -1,4 +1,4 @@
-"""``okf.duckdb``: concepts and links, with a numbered, versioned schema (docs/ARCHITECTURE.md)."""
+"""``okf.duckdb``: concepts, links and unlinked mentions, with a numbered, versioned schema (docs/ARCHITECTURE.md)."""
 
 from __future__ import annotations
 
@@ -29,6 +29,15 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
             source_id VARCHAR NOT NULL, target_id VARCHAR, raw VARCHAR NOT NULL, target VARCHAR NOT NULL,
             kind VARCHAR NOT NULL, anchor VARCHAR, line INTEGER NOT NULL, status VARCHAR NOT NULL,
             context VARCHAR NOT NULL, in_frontmatter BOOLEAN NOT NULL
+        );
+        """,
+    ),
+    (
+        2,
+        """
+        CREATE TABLE mentions (
+            source_id VARCHAR NOT NULL, target_id VARCHAR NOT NULL, text VARCHAR NOT NULL, line INTEGER NOT NULL,
+            heading VARCHAR, count INTEGER NOT NULL
         );
         """,
     ),
@@ -73,8 +82,21 @@ class LinkRow:
     in_frontmatter: bool
 
 
+@dataclass(frozen=True)
+class MentionRow:
+    """One row of ``mentions``: ``source_id`` names ``target_id`` ``count`` times without linking it."""
+
+    source_id: str
+    target_id: str
+    text: str  # the words as written the first time
+    line: int  # 1-based line of the first time in the source file
+    heading: str | None  # the heading above that line
+    count: int
+
+
 CONCEPT_COLUMNS = tuple(f.name for f in fields(ConceptRow))
 LINK_COLUMNS = tuple(f.name for f in fields(LinkRow))
+MENTION_COLUMNS = tuple(f.name for f in fields(MentionRow))
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> None:
@@ -146,6 +168,11 @@ class DatabaseWriter:
             self.ordinal[row.source_id] += 1
         columns = [*_columns(LINK_COLUMNS, rows), [self.vault_path[r.source_id] for r in rows], places]
         _insert_columns(con, "new_links", (*LINK_COLUMNS, "vp", "ord"), columns)
+
+    def mentions(self, rows: Sequence[MentionRow]) -> None:
+        """Every mentions row, in their order (found again each run: none is carried)."""
+        if rows:
+            _insert(self._connect(), "mentions", MENTION_COLUMNS, rows)
 
     def close(self) -> None:
         """Finish the file (the carried rows put in their places) and close it."""

@@ -8,10 +8,12 @@ links could not be rewritten.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import posixpath
 import stat
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from vault2okf.config import Config
 from vault2okf.meta import Meta, note_meta, note_type, timestamp
@@ -24,24 +26,45 @@ Problems = list[tuple[str, Problem]]
 _BUG = "please report this as a bug with the note attached"
 
 
-def read_note(file: VaultFile, config: Config, problems: Problems) -> Note:
-    """The parsed note; a note over ``config.max_note_bytes`` is listed, not parsed."""
-    data = read_bytes(file, config, problems)
-    return data if isinstance(data, Note) else parse_safe(file.path, data, problems)
+@dataclass(frozen=True)
+class NoteFile:
+    """A note's file as read: its bytes, or the ``Note`` it is listed as without being parsed (over
+    ``config.max_note_bytes``, or unreadable: then with the problem reading it found)."""
+
+    path: str
+    data: bytes = b""
+    listed: Note | None = None
+    problems: tuple[Problem, ...] = ()
+
+    @property
+    def content(self) -> str | None:
+        """What a convert cache keys the note by: its bytes' sha256, ``big: ...`` for a note listed for its size;
+        None for one that could not be read (never reused)."""
+        if self.problems:
+            return None
+        if self.listed is not None:
+            return "big: " + "; ".join(p.message for p in self.listed.problems)
+        return hashlib.sha256(self.data).hexdigest()
+
+    def parse(self, problems: Problems) -> Note:
+        """The parsed note (the listed one when it was not read as text)."""
+        return self.listed if self.listed is not None else parse_safe(self.path, self.data, problems)
 
 
-def read_bytes(file: VaultFile, config: Config, problems: Problems) -> bytes | Note:
-    """The note's bytes; or, for a note over ``config.max_note_bytes`` or one that cannot be read, its Note."""
+def read_note(file: VaultFile, config: Config) -> NoteFile:
+    """The one reader of a note's file: its bytes, or, over ``config.max_note_bytes`` or unreadable, the
+    ``Note`` it is listed as."""
     limit = config.max_note_bytes
     if file.size > limit:
-        return too_big_note(file.path, file.size, limit)
+        return NoteFile(file.path, listed=too_big_note(file.path, file.size, limit))
     try:
         data = _read_regular(file.abs, limit)
     except OSError as exc:
-        return _empty(file.path, problems, f"cannot be read ({exc.strerror or exc}); listed without its body")
+        problem = Problem("error", f"cannot be read ({exc.strerror or exc}); listed without its body")
+        return NoteFile(file.path, listed=_empty_note(file.path), problems=(problem,))
     if len(data) > limit:
-        return too_big_note(file.path, len(data), limit)
-    return data
+        return NoteFile(file.path, listed=too_big_note(file.path, len(data), limit))
+    return NoteFile(file.path, data)
 
 
 def parse_safe(path: str, data: bytes, problems: Problems) -> Note:
@@ -62,6 +85,10 @@ def _read_regular(path: str, limit: int) -> bytes:
 
 def _empty(path: str, problems: Problems, message: str) -> Note:
     problems.append((path, Problem("error", message)))
+    return _empty_note(path)
+
+
+def _empty_note(path: str) -> Note:
     return Note(path, {}, None, None, "", 1, ())
 
 
@@ -75,10 +102,6 @@ def note_meta_safe(note: Note, mtime: float, config: Config, problems: Problems)
         return Meta(note_type(note.path, {}, config), stem, "", timestamp({}, mtime), (), (), None, None)
     problems.extend((note.path, p) for p in meta.problems)
     return meta
-
-
-def resolve_note(resolver: Resolver, note: Note, problems: Problems) -> list[tuple[Link, Resolution]]:
-    return resolve_links_safe(resolver, note.path, note.links, problems)
 
 
 def resolve_links_safe(

@@ -208,18 +208,27 @@ SECTIONS = (
     _Spec("hubs", "Hubs", "The notes linked with the most other notes.", ["note", "linked notes", "share of vault"],
           lambda p, e: [p.note(e["note"]), _num(e["degree"]),
                         f'<span data-sort="{e["share_of_vault"]}">{e["share_of_vault"]:.1%}</span>']),
+    _Spec("mentions", "Could be linked", "Notes that name another note (its file name, title or an alias, as "
+          "whole words) without linking it, the most often named first (at most five per note); "
+          "<code>vault2okf links BUNDLE --mentions</code> prints them as a list to work through.",
+          ["note", "text", "write", "times"],
+          lambda p, e: [p.note(e["note"], e["line"]), _e(e["text"]), f"<code>{_e(e['link'])}</code>",
+                        _num(e["count"])]),
     _Spec("problems", "Notes with problems", "Converted as well as they could be.", ["note", "kind", "message"],
           lambda p, e: [p.note(e["path"], e.get("line")), _e(e["kind"]), _e(e["message"])]),
 )  # fmt: skip
 
 
 def _nav(data: Mapping[str, Any]) -> str:
-    links = [f'<a href="#{s.key}">{_e(s.title)} ({len(data.get(s.key) or [])})</a>' for s in SECTIONS]
+    links = [f'<a href="#{s.key}">{_e(s.title)} ({len(section_rows(data, s.key))})</a>' for s in SECTIONS]
     return f"<nav>{' · '.join(links)}</nav>"
 
 
 def section_rows(data: Mapping[str, Any], key: str) -> list[dict[str, Any]]:
     """The rows a section shows (orphans are plain paths in the JSON)."""
+    if key == "mentions":  # one row per mention shown, its note beside it
+        by_note = (data.get("mentions") or {}).get("by_note") or []
+        return [{"note": n["note"], **m} for n in by_note for m in n["mentions"]]
     rows = data.get(key) or []
     return [{"note": r} for r in rows] if key == "orphans" else list(rows)
 

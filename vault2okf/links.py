@@ -154,3 +154,22 @@ def open_html(bundle: Path) -> Path:
             f"{bundle} has no {REPORT}.html (written by an older vault2okf): convert the vault again"))  # fmt: skip
     webbrowser.open(path.as_uri())
     return path
+
+
+def mentions_list(data: dict[str, Any]) -> str:
+    """The report's unlinked mentions as a list to work through: ``note:line``, the words as written, the
+    wikilink that would link them (the report keeps the top few per note; ``okf.duckdb`` has them all)."""
+    section = data.get("mentions")
+    if not isinstance(section, dict):
+        raise Vault2OkfError("this link-health.json has no mentions: convert the vault again with this vault2okf")
+    shown = sum(len(n["mentions"]) for n in section["by_note"])
+    out = [
+        f"# Unlinked mentions in {data['vault']!r}: {section['total']} in {section['notes']} notes "
+        f"({shown} shown, the top {section['rule']['top_per_note']} per note; all in okf.duckdb's mentions table).",
+        "# Each line: NOTE:LINE  the words as written  ->  the wikilink to write there (times named in the note).",
+    ]
+    for entry in section["by_note"]:
+        for m in entry["mentions"]:
+            times = f"  (x{m['count']})" if m["count"] > 1 else ""
+            out.append(f"{entry['note']}:{m['line']}  {m['text']}  ->  {m['link']}{times}")
+    return "\n".join(out) + "\n"

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from vault2okf.mentions import Mention, mentions_json
 from vault2okf.parse import Link, Problem
 from vault2okf.resolve import NOTE_STATUSES, Resolution, Status, block_problem, normalise
 from vault2okf.suggest import Suggester, Suggestion, variant_map
@@ -38,6 +39,7 @@ class LinkReport:
     # target -> suggestions, filled as they are made: the convert cache keeps them for the next run, valid
     # while the notes, aliases and variants are the same (Suggester's inputs)
     suggested: dict[str, list[Suggestion]] = field(default_factory=dict, compare=False, repr=False)
+    mentions: tuple[Mention, ...] = ()  # unlinked mentions (vault2okf.mentions), the report lists the top few
 
     def to_json(self) -> dict[str, Any]:
         return self._json
@@ -62,6 +64,7 @@ class LinkReport:
             "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
             "orphans": self.orphans(),
             "hubs": self.hubs(),
+            "mentions": mentions_json(self.mentions, self.notes),
         }
 
     def totals(self) -> dict[str, Any]:
@@ -291,6 +294,7 @@ def _markdown(d: dict[str, Any]) -> Iterable[str]:
     yield from _problems(d)
     yield from _orphans(d["orphans"])
     yield from _hubs(d["hubs"])
+    yield from _mentions(d["mentions"])
 
 
 BROKEN_ADVICE = (
@@ -434,3 +438,29 @@ def _hubs(hubs: list[dict[str, Any]]) -> Iterable[str]:
     yield "| note | linked notes | share of vault |"
     yield "|---|---:|---:|"
     yield from (f"| {h['note']} | {h['degree']:,} | {h['share_of_vault']:.1%} |" for h in hubs)
+
+
+MENTIONS_ADVICE = (
+    "These notes name another note (its file name, title or an alias, as whole words) without linking it. "
+    "Link the ones you mean: `vault2okf links BUNDLE --mentions` prints each with its line and the wikilink to write."
+)
+
+
+def _mentions(section: dict[str, Any]) -> Iterable[str]:
+    if not section["total"]:
+        return
+    yield ""
+    yield (
+        f"## Could be linked ({_n(section['total'], 'unlinked mention')} in {_n(section['notes'], 'note')}, "
+        f"{_n(section['targets'], 'note')} named)"
+    )
+    yield ""
+    yield MENTIONS_ADVICE
+    yield ""
+    for entry in section["by_note"]:
+        shown = entry["mentions"]
+        more = f" (top {len(shown)} of {entry['count']})" if entry["count"] > len(shown) else ""
+        yield f"- **{entry['note']}**{more}: " + "; ".join(
+            f"line {m['line']} “{m['text']}” → `{m['link']}`" + (f" ×{m['count']}" if m["count"] > 1 else "")
+            for m in shown
+        )

@@ -25,7 +25,7 @@ def skill_text(
     description = (
         f"Knowledge from the Obsidian vault '{vault_name}' as an Open Knowledge Format bundle: "
         f"{totals['notes']} typed concept docs ({', '.join(list(types)[:8])}) linked by markdown links, "
-        "plus okf.duckdb with concepts and links tables. Use it to answer questions about this vault; "
+        "plus okf.duckdb with concepts, links and mentions tables. Use it to answer questions about this vault; "
         "cite the concept docs you used."
     )[:1024]
     type_lines = "\n".join(f"- `{t}`: {n}" for t, n in types.items())
@@ -54,6 +54,10 @@ def skill_text(
         "-- sessions in order\n"
         "SELECT id, session_number, session_date FROM concepts WHERE session_number IS NOT NULL "
         "ORDER BY session_date, session_number;\n"
+        "-- mentions(source_id, target_id, text, line, heading, count): where a note names another (title or\n"
+        "-- alias, whole words) without linking it; notes that name a concept in plain text, most often first\n"
+        "SELECT source_id, text, line, count FROM mentions WHERE target_id = 'Some/Concept' "
+        "ORDER BY count DESC, source_id;\n"
         "```\n\n"
         "Open it read-only: `duckdb -readonly okf.duckdb`, or `duckdb.connect('okf.duckdb', read_only=True)`.\n"
     ) + tools_section(properties)

@@ -144,20 +144,10 @@ class Seen:
         for note_id in result.notes:
             self.ids.setdefault(note_id, None)
             self.headings.setdefault(note_id, [])
-        try:
-            payload = json.loads(result.text)
-        except ValueError:
-            return
-        if result.tool == "search":
-            for hit in payload.get("hits", []):
-                self._heading(hit.get("id"), str(hit.get("heading") or "").split(" > ")[-1])
-        elif result.tool == "read_note":
-            for heading in payload.get("headings", []):
-                self._heading(payload.get("id"), heading)
-
-    def _heading(self, note_id: Any, heading: str) -> None:
-        if note_id in self.headings and heading and heading not in self.headings[note_id]:
-            self.headings[note_id].append(heading)
+        for note_id, headings in result.headings.items():
+            for heading in headings:
+                if note_id in self.headings and heading and heading not in self.headings[note_id]:
+                    self.headings[note_id].append(heading)
 
     def notes(self) -> list[ContextNote]:
         """A ``ContextNote`` (title, doc path, type, session) for every note seen, from the bundle's table."""

@@ -1,22 +1,25 @@
 """``vault2okf mcp BUNDLE [BUNDLE ...]``: a read-only MCP server (stdio) over one or more bundles.
 
-It adds nothing of its own to the tool layer (``retriever.agent.tools``): each tool is a ``BundleTools`` method with a
-``bundle`` argument (needed only when more than one bundle is served), plus ``list_bundles`` and
-``link_health``. ``SKILL.md``, the link-health report and every concept doc are resources, read from the
-bundle's files. Nothing it serves writes: the database is opened read-only and locked down, resources are
-read as files, and no tool takes a path.
+It adds nothing of its own to the tool layer (``retriever.agent.tools``): each tool is registered from its one
+declaration (``retriever.agent.tools.TOOLS``) with a ``bundle`` argument (needed only when more than one bundle is
+served), plus ``list_bundles`` and ``link_health``, declared the same way. ``SKILL.md``, the link-health report
+and every concept doc are resources, read from the bundle's files. Nothing it serves writes: the database is
+opened read-only and locked down, resources are read as files, and no tool takes a path.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import quote
 
-from retriever.agent.tools import TOOL_SPECS, BundleTools, Limits, ToolError
+from retriever.agent.tools import TOOLS, BundleTools, Limits, Tool, ToolError, declare
+from retriever.agent.tools.context import stamp as tool_stamp
+from retriever.agent.tools.results import dumps
 from retriever.errors import RetrieverError
 
 INSTRUCTIONS = (
@@ -25,7 +28,6 @@ INSTRUCTIONS = (
     "an answer must come from a tool result in this conversation; if the tools do not return it, say you could "
     "not find it in the vault. Never fill in or complete a list from your own knowledge. Cite note ids."
 )
-Mode = Literal["vector", "graph", "union"]
 BUNDLE_ARG = "Bundle name from list_bundles; needed only when the server serves more than one."
 
 
@@ -101,57 +103,61 @@ def _describe(name: str, tools: BundleTools) -> dict[str, Any]:
     }
 
 
+def link_health(library: Library, bundle: str | None = None) -> dict[str, Any]:
+    """The bundle's link-health report: totals, broken and ambiguous links with where they are and suggested
+    fixes, alias-only links, missing attachments, hubs, orphans."""
+    return library.link_health(bundle)
+
+
+def list_bundles(library: Library) -> dict[str, Any]:
+    """The served bundles: name, vault, notes per type, search status."""
+    return library.list_bundles()
+
+
+LIBRARY_TOOLS = (declare(link_health), declare(list_bundles))  # the server's own, over all bundles
+BUNDLE = inspect.Parameter("bundle", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None, annotation=str | None)
+
+
 def build_server(library: Library) -> Any:
     """The MCP server: the tool layer's tools with a ``bundle`` argument, and the bundles' files as resources."""
-    from mcp.server.mcpserver.exceptions import ToolError as McpToolError
-
     server = _server_class()("vault2okf", instructions=INSTRUCTIONS, log_level="WARNING")
     server.library = library
+    for tool in TOOLS.values():
 
-    def run(bundle: str | None, tool: str, **arguments: Any) -> str:
-        try:
-            payload = library.get(bundle).run(tool, {k: v for k, v in arguments.items() if v is not None})
-        except RetrieverError as e:
-            raise McpToolError(str(e)) from None
-        return json.dumps(payload, ensure_ascii=False, default=str)
+        def run(args: dict[str, Any], name: str = tool.name) -> dict[str, Any]:
+            return library.get(args.pop("bundle", None)).run(name, args)
 
-    def search(query: str, mode: Mode = "union", k: int = 10, bundle: str | None = None) -> str:
-        return run(bundle, "search", query=query, mode=mode, k=k)
+        _add_tool(server, tool, run, BUNDLE)
+    for tool in LIBRARY_TOOLS:
 
-    def read_note(id: str, heading: str | None = None, bundle: str | None = None) -> str:  # noqa: A002
-        return run(bundle, "read_note", id=id, heading=heading)
+        def run_on_library(args: dict[str, Any], fn: Callable[..., dict[str, Any]] = tool.fn) -> dict[str, Any]:
+            return fn(library, **args)
 
-    def neighbours(id: str, bundle: str | None = None) -> str:  # noqa: A002
-        return run(bundle, "neighbours", id=id)
-
-    def sql(query: str, bundle: str | None = None) -> str:
-        return run(bundle, "sql", query=query)
-
-    def schema(bundle: str | None = None) -> str:
-        return run(bundle, "schema")
-
-    def link_health(bundle: str | None = None) -> str:
-        try:
-            return json.dumps(library.link_health(bundle), ensure_ascii=False)
-        except RetrieverError as e:
-            raise McpToolError(str(e)) from None
-
-    def list_bundles() -> str:
-        return json.dumps(library.list_bundles(), ensure_ascii=False)
-
-    read_only = _read_only_hint()
-    for fn in (search, read_note, neighbours, sql, schema):
-        server.add_tool(fn, description=f"{TOOL_SPECS[fn.__name__]['description']} {BUNDLE_ARG}", annotations=read_only)
-    server.add_tool(
-        link_health,
-        description="The bundle's link-health report: totals, broken and ambiguous links with where they are and "
-        f"suggested fixes, alias-only links, missing attachments, hubs, orphans. {BUNDLE_ARG}",
-        annotations=read_only,
-    )
-    server.add_tool(list_bundles, description="The served bundles: name, vault, notes per type, search status.",
-                    annotations=read_only)  # fmt: skip
+        _add_tool(server, tool, run_on_library)
     server.refresh()  # the bundles' files as resources, listed again after each convert
     return server
+
+
+def _add_tool(
+    server: Any, tool: Tool, run: Callable[[dict[str, Any]], dict[str, Any]], *extra: inspect.Parameter
+) -> None:
+    """``tool`` as the MCP SDK registers a function: its declared arguments (then ``extra``) as a plain
+    signature, from which the SDK derives the schema and checks a call; the result as JSON text, a library
+    error as the SDK's tool error. A tool that takes ``bundle`` says what it is."""
+    from mcp.server.mcpserver.exceptions import ToolError as McpToolError
+
+    def served(**arguments: Any) -> str:
+        try:
+            return dumps(run({k: v for k, v in arguments.items() if v is not None}))
+        except RetrieverError as e:
+            raise McpToolError(str(e)) from None
+
+    signature = tool.signature(*extra)
+    served.__name__ = served.__qualname__ = tool.name
+    served.__signature__ = signature  # type: ignore[attr-defined]
+    served.__annotations__ = {p.name: p.annotation for p in signature.parameters.values()} | {"return": str}
+    description = f"{tool.description} {BUNDLE_ARG}" if "bundle" in signature.parameters else tool.description
+    server.add_tool(served, description=description, annotations=_read_only_hint())
 
 
 def _read_only_hint() -> Any:
@@ -172,7 +178,7 @@ def _server_class() -> Any:
         def refresh(self) -> None:
             stamps = getattr(self, "stamps", {})
             for name, tools in self.library.tools.items():
-                stamp = _stamp(tools.bundle)
+                stamp = tool_stamp(tools.bundle / "okf.duckdb")
                 if name in stamps and stamps[name] == stamp:
                     continue
                 stamps[name] = stamp
@@ -194,15 +200,6 @@ def _server_class() -> Any:
     return BundleServer
 
 
-def _stamp(bundle: Path) -> tuple[int, int, int] | None:
-    """What changes when `convert` writes the bundle again: its database file's inode, time and size."""
-    try:
-        st = (bundle / "okf.duckdb").stat()
-    except OSError:
-        return None
-    return st.st_ino, st.st_mtime_ns, st.st_size
-
-
 def _add_resources(server: Any, name: str, tools: BundleTools) -> None:
     root = tools.bundle.resolve()
     files = [("SKILL.md", "How to use this bundle (Agent Skills)"), ("link-health.md", "Link-health report")]
@@ -216,10 +213,10 @@ def _add_resources(server: Any, name: str, tools: BundleTools) -> None:
 
 def _concept_rows(root: Path) -> list[tuple[Any, ...]]:
     """The concepts of the bundle's database as it is now (the tools' connection holds the file it opened)."""
-    from retriever.agent.tools import open_readonly
+    from retriever.agent.tools.sandbox import connect
 
     try:
-        con = open_readonly(root / "okf.duckdb")
+        con = connect(root / "okf.duckdb")
     except RetrieverError:
         return []  # between a convert's swaps, or damaged: nothing to list until the next refresh
     try:

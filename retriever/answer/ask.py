@@ -43,10 +43,12 @@ class AskResult:
 
 
 def context_notes(retrieval: Retrieval, concepts: Mapping[str, Any] | None = None) -> list[ContextNote]:
-    """The retrieved notes as the answerer sees them; `concepts` (the graph's) adds type and session number/date."""
+    """The retrieved notes as the answerer sees them; with `concepts` (the graph's), each also carries its type
+    and session number/date: those of the concept its hit was made from (`Hit.concept`, read once by the
+    retriever), or of the one `concepts` names for a hit made without one."""
     notes = []
     for h in retrieval.hits:
-        c = concepts.get(h.note_id) if concepts else None
+        c = (h.concept or concepts.get(h.note_id)) if concepts else None
         notes.append(ContextNote(
             h.note_id, h.title, h.doc_path, h.text, h.via, h.score, h.session_label,
             type=getattr(c, "type", None) or None, session_number=getattr(c, "session_number", None),

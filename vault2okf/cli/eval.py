@@ -62,12 +62,15 @@ def _check_writable(out_dir: Path, *, default: bool) -> None:
     """The report folder can be written (it, or the nearest folder above it that exists): said before any work."""
     import os
 
+    from vault2okf.errors import Vault2OkfError
+
+    if out_dir.exists() and not out_dir.is_dir():
+        raise Vault2OkfError(f"--out {out_dir} is a file: give a folder for the reports")
     where = out_dir
     while not where.exists() and where.parent != where:
         where = where.parent
     if where.is_dir() and os.access(where, os.W_OK):
         return
-    from vault2okf.errors import Vault2OkfError
 
     hint = " (a read-only bundle?): pass --out with a folder you can write" if default else ": choose another --out"
     raise Vault2OkfError(f"the report folder {out_dir} cannot be written{hint}")

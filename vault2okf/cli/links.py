@@ -8,7 +8,7 @@ import typer
 
 from vault2okf.cli.options import BUNDLE
 from vault2okf.errors import Vault2OkfError
-from vault2okf.links import diff_reports, load_report, open_html, overrides_toml, read_link_health
+from vault2okf.links import diff_reports, load_report, mentions_list, open_html, overrides_toml, read_link_health
 
 
 def links_cmd(
@@ -19,14 +19,19 @@ def links_cmd(
         False, "--overrides", help="Print a [links.overrides] table of the suggested fixes (> fixes.toml)."
     ),
     diff: Path | None = typer.Option(None, "--diff", help="Say what changed since OLD link-health.json."),
+    mentions: bool = typer.Option(
+        False, "--mentions", help="List the notes' unlinked mentions with the wikilink to write for each."
+    ),
 ) -> None:
-    """Show the link-health report of BUNDLE; or open it, write the fixes, or compare with an older report."""
-    if sum((as_json, open_, overrides, diff is not None)) > 1:
-        raise Vault2OkfError("give one of --json, --open, --overrides, --diff")
+    """Show the link-health report of BUNDLE; or open it, write the fixes, list unlinked mentions, or compare."""
+    if sum((as_json, open_, overrides, diff is not None, mentions)) > 1:
+        raise Vault2OkfError("give one of --json, --open, --overrides, --diff, --mentions")
     if open_:
         typer.echo(open_html(bundle))
     elif overrides:
         typer.echo(overrides_toml(load_report(bundle)), nl=False)
+    elif mentions:
+        typer.echo(mentions_list(load_report(bundle)), nl=False)
     elif diff is not None:
         old = load_report(diff)  # checked before the bundle, so a bad OLD is named first
         typer.echo(diff_reports(old, load_report(bundle)), nl=False)

@@ -1,0 +1,189 @@
+"""Unlinked mentions in the producer (``vault2okf/mentions.py``): what counts as a mention, the rule for short
+and common names, and where they land (okf.duckdb, the link-health report, ``links --mentions``).
+
+(``tests/test_mentions.py`` tests the retriever's own name matcher, ``retriever/mentions.py``.)"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import duckdb
+import pytest
+from growth import assert_linear
+from typer.testing import CliRunner
+
+from vault2okf import mentions as m
+from vault2okf.cli import app
+from vault2okf.convert import convert
+from vault2okf.mentions import Mention, NoteNames, find_mentions, prose
+from vault2okf.parse import parse_note
+
+
+def _note(path: str, text: str, aliases: tuple[str, ...] = (), linked: tuple[str, ...] = ()) -> NoteNames:
+    note = parse_note(path, text.encode("utf-8"))
+    return NoteNames(path, (path.rsplit("/", 1)[-1][:-3], *aliases), prose(note), frozenset(linked))
+
+
+def _found(*notes: NoteNames) -> set[tuple[str, str, str]]:
+    return {(x.source, x.target, x.text) for x in find_mentions(list(notes))}
+
+
+KANDA = _note("Places/Kanda.md", "An island.\n")
+BELL = _note("People/Old Tom Bell.md", "A bellringer.\n", aliases=("Bellringer",))
+ECLAT = _note("Places/Éclat.md", "A city.\n")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("We sailed to Kanda.", {"Kanda"}),
+        ("Kanda’s reef and KANDA again.", {"Kanda"}),  # case folded for a capitalised spelling
+        ("We sailed to Kandahar.", set()),  # whole words only
+        ("The road to Eclat, then ÉCLAT.", {"Eclat"}),  # accents folded
+        ("we met old tom bell at noon", {"old tom bell"}),  # a name of several words: any case
+        ("the Bellringer rang", {"Bellringer"}),  # an alias
+        ("a kanda, a kanda", set()),  # one capitalised word written in lower case is the ordinary word (rule 5)
+        ("```\nKanda\n```\nnothing", set()),  # fenced code
+        ("    Kanda in indented code\n", set()),
+        ("Some `Kanda` code.", set()),  # inline code
+        ("%% Kanda %% and <!-- Kanda -->", set()),  # comments
+        ('<span title="Kanda">x</span>', set()),  # inside an HTML tag
+        ("<b>Kanda</b>", {"Kanda"}),  # the text between tags is prose
+        ("See [Kanda](https://example.org) and https://kanda.example/Kanda", set()),  # a link's text, a URL
+        ("Tagged #Kanda only.", set()),
+        ("Old [[Elsewhere]] Tom Bell", set()),  # no name across a removed link
+        ("---\nplace: Kanda\n---\nNothing here.", set()),  # frontmatter
+    ],
+)
+def test_what_is_a_mention(text: str, expected: set[str]) -> None:
+    source = _note("Diary.md", text)
+    assert {t for _, _, t in _found(source, KANDA, BELL, ECLAT)} == expected
+
+
+def test_a_note_never_mentions_itself_nor_what_it_links() -> None:
+    own = _note("Places/Kanda.md", "Kanda is an island near Eclat.\n")
+    linked = _note("Diary.md", "[[Éclat]] first; later Eclat and Kanda.\n", linked=("Places/Éclat.md",))
+    assert _found(own, linked, ECLAT) == {
+        ("Places/Kanda.md", "Places/Éclat.md", "Eclat"),
+        ("Diary.md", "Places/Kanda.md", "Kanda"),
+    }
+
+
+def test_short_names_shared_names_and_numbers_are_left_out() -> None:
+    ash = _note("People/Ash.md", "Short.\n")
+    twin = _note("Other/Kanda.md", "The other Kanda.\n")  # two notes named Kanda: no single target
+    year = _note("Years/1204.md", "A year.\n")
+    log = _note("Diary.md", "Ash fell on Kanda in 1204.\n")
+    assert _found(ash, KANDA, twin, year, log) == set()
+
+
+def test_a_shared_name_still_holds_its_words() -> None:
+    """Two notes named "Boba Market": neither is suggested, and "Boba" is not found inside their name."""
+    notes = [_note("A/Boba Market.md", "x\n"), _note("B/Boba Market.md", "x\n"), _note("Places/Boba.md", "x\n")]
+    assert _found(*notes, _note("Diary.md", "At the Boba Market, in Boba.\n")) == {
+        ("Diary.md", "Places/Boba.md", "Boba")
+    }
+
+
+def test_a_one_word_title_common_in_the_vault_is_dropped() -> None:
+    """Rule 4: "Rest" written (capitalised, outside links) in more than 5% of the notes, and 3 or more, names
+    nothing in particular; the two-word "Long Rest" written as often is still a name."""
+    notes = [_note("Rules/Rest.md", "How to rest.\n"), _note("Rules/Long Rest.md", "A night.\n"), KANDA]
+    notes += [_note(f"Log/Day {i:02}.md", "Rest. Then a Long Rest.\n") for i in range(20)]
+    notes += [_note("Log/Trip.md", "Sailed to Kanda.\n")]
+    found = _found(*notes)
+    assert {t for _, t, _ in found} == {"Rules/Long Rest.md", "Places/Kanda.md"}
+    assert len(found) == 21
+
+
+def test_place_count_and_order() -> None:
+    log = _note("Diary.md", "# Log\n\n## Day one\n\nKanda, then Eclat.\n\n## Day two\n\nEclat again, and Eclat.\n")
+    assert find_mentions([log, KANDA, ECLAT]) == [
+        Mention("Diary.md", "Places/Éclat.md", "Eclat", 5, "Day one", 3),  # most often first
+        Mention("Diary.md", "Places/Kanda.md", "Kanda", 5, "Day one", 1),
+    ]
+
+
+def test_suggested_link_names_the_file_when_unique() -> None:
+    stems = m.stem_counts(["Places/Kanda.md", "People/Old Tom Bell.md", "A/Tam.md", "B/Tam.md"])
+    assert m.suggestion(Mention("x.md", "Places/Kanda.md", "Kanda", 1, None, 1), stems) == "[[Kanda]]"
+    assert m.suggestion(Mention("x.md", "Places/Kanda.md", "kanda", 1, None, 1), stems) == "[[Kanda|kanda]]"
+    assert m.suggestion(Mention("x.md", "A/Tam.md", "Tam", 1, None, 1), stems) == "[[A/Tam|Tam]]"
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("mentions")
+    vault = root / "vault"
+    (vault / "Places").mkdir(parents=True)
+    (vault / "Places" / "Kanda.md").write_text("---\naliases: [Kanda Isle]\n---\nAn island.\n", "utf-8")
+    (vault / "Places" / "Éclat.md").write_text("A city.\n", "utf-8")
+    (vault / "Diary.md").write_text("# Log\n\nTo Kanda Isle, then Eclat.\n\n## Back\n\nKanda. [[Kanda]]?\n", "utf-8")
+    (vault / "Trip.md").write_text("Eclat and eclat and ECLAT, `Kanda`.\n", "utf-8")
+    convert(vault, root / "bundle")
+    return root / "bundle"
+
+
+def test_the_mentions_table(bundle: Path) -> None:
+    con = duckdb.connect(str(bundle / "okf.duckdb"), read_only=True)
+    rows = con.execute("SELECT * FROM mentions").fetchall()
+    version = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    con.close()
+    assert rows == [("Diary", "Places/Éclat", "Eclat", 3, "Log", 1), ("Trip", "Places/Éclat", "Eclat", 1, None, 2)]
+    assert version == ("2",)
+
+
+def test_the_report_lists_them(bundle: Path) -> None:
+    data = json.loads((bundle / "link-health.json").read_text("utf-8"))["mentions"]
+    assert (data["total"], data["notes"], data["targets"]) == (2, 2, 1)
+    assert data["by_note"][0]["mentions"][0]["link"] == "[[Éclat|Eclat]]"
+    markdown = (bundle / "link-health.md").read_text("utf-8")
+    assert "## Could be linked (2 unlinked mentions in 2 notes, 1 note named)" in markdown
+    assert "- **Trip.md**: line 1 “Eclat” → `[[Éclat|Eclat]]` ×2" in markdown
+    page = (bundle / "link-health.html").read_text("utf-8")
+    assert '<section data-section="mentions">' in page and "[[Éclat|Eclat]]" in page
+    assert "FROM mentions" in (bundle / "SKILL.md").read_text("utf-8")
+
+
+def test_links_mentions_prints_what_to_write(bundle: Path) -> None:
+    result = CliRunner().invoke(app, ["links", str(bundle), "--mentions"])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.stdout.splitlines() if not line.startswith("#")]
+    assert lines == ["Diary.md:3  Eclat  ->  [[Éclat|Eclat]]", "Trip.md:1  Eclat  ->  [[Éclat|Eclat]]  (x2)"]
+
+
+_LETTERS = "bcdfghklmnprstvz"
+
+
+def _vault(n: int) -> list[NoteNames]:
+    """n notes with two-word names; each names three others in a paragraph of ordinary words."""
+    rng = random.Random(n)
+    names = [f"{''.join(rng.choices(_LETTERS, k=6))} {''.join(rng.choices(_LETTERS, k=5))}".title() for _ in range(n)]
+    notes = []
+    for name in names:
+        named = ", ".join(names[rng.randrange(n)] for _ in range(3))
+        text = f"# {name}\n\nThe road went on past {named} and the river.\n" * 3
+        notes.append(NoteNames(f"N/{name}.md", (name,), text, frozenset()))
+    return notes
+
+
+def test_finding_mentions_is_linear_in_the_vault() -> None:
+    vaults: dict[int, list[NoteNames]] = {}
+
+    def work(n: int) -> object:
+        return find_mentions(vaults.setdefault(n, _vault(n)))
+
+    assert_linear(work, "find_mentions", start=256)
+
+
+@pytest.mark.parametrize("unit", ["[[", "![[a|", "[", "[a](", "[[x]] ", "`", "<a", "a.", "# ", "%%", "<!--"], ids=repr)
+def test_a_hostile_line_is_read_in_linear_time(unit: str) -> None:
+    """One line of a repeated opener (tests/hostile.py's kind) costs linear time in ``prose`` and the finder."""
+
+    def work(n: int) -> object:
+        note = parse_note("n.md", f"# {unit * n}\n{unit * n} Kanda\n".encode())
+        return find_mentions([NoteNames("n.md", ("n",), prose(note), frozenset()), KANDA])
+
+    assert_linear(work, f"a line of {unit!r}", start=512)

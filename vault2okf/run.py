@@ -1,0 +1,533 @@
+"""One convert's work over the notes (``Run``): every note read, parsed, resolved and rendered, or its last result
+carried from the convert cache, then the docs, ``okf.duckdb``, the reports and the next cache written.
+
+Each note's work is a ``NoteWork``: the file read (its sig and content key), the last convert's ``NoteState`` when
+it may be reused, and each step's result as a record (``Reading``, ``Fields``, ``Resolved``, ``Made``), made now
+or taken from that state. The steps keep their problems with the note they belong to; the report's list of
+(path, problem) is made once, from them (``Run.problems``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from vault2okf import bundle as b
+from vault2okf.cache import Body, ConvertCache, NoteState, output_sig, suggest_key, universe_digest, walk_digest
+from vault2okf.concept import concept_id, concept_row, doc_safe, link_row
+from vault2okf.config import Config
+from vault2okf.db import ConceptRow, DatabaseWriter, LinkRow
+from vault2okf.guard import Problems, note_meta_safe, read_note, resolve_links_safe, rewrite_safe
+from vault2okf.html import link_health_html
+from vault2okf.mentions import Mention, mention_rows, prose, vault_mentions
+from vault2okf.meta import Meta
+from vault2okf.names import assign_doc_paths
+from vault2okf.parse import Link, Note, Problem
+from vault2okf.report import LinkRecord, LinkReport, type_rows
+from vault2okf.resolve import Resolution, Resolver, Status, block_sets, check_blocks
+from vault2okf.scan import prepare_parser
+from vault2okf.skill import skill_text
+from vault2okf.suggest import BodyWords, body_words, spelling_variants
+from vault2okf.walk import VaultFile, Walk
+from vault2okf.workers import parallel_chunks, parallel_map
+
+_LINK_BATCH = 5000  # links rows per insert: few statements, never every row in memory at once
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What reading and parsing a note made: the problems of each, its links, block ids and body words."""
+
+    read_problems: tuple[Problem, ...]
+    parse_problems: tuple[Problem, ...]  # Note.problems
+    links: tuple[Link, ...]
+    blocks: tuple[str, ...]
+    words: BodyWords
+    prose: str  # mentions.prose: the running text unlinked mentions are found in
+
+    @classmethod
+    def of(cls, st: NoteState) -> Reading:
+        return cls(read_problems=st.read_problems, parse_problems=st.parse_problems, links=st.links,
+                   blocks=st.blocks, words=st.words, prose=st.prose)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Fields:
+    """A note's fields (``Meta``), what they were read from besides the note, and the problems reading them."""
+
+    mtime: float  # the file's modification time (a timestamp falls back to it)
+    base: str  # the folder that holds the whole vault (meta.vault_base): its children are the categories
+    meta: Meta
+    problems: tuple[Problem, ...]
+
+    @classmethod
+    def of(cls, st: NoteState) -> Fields:
+        return cls(mtime=st.mtime, base=st.base, meta=st.meta, problems=st.meta_problems)
+
+
+@dataclass(frozen=True)
+class Resolved:
+    resolutions: tuple[Resolution, ...]  # one per link, before ``check_blocks``
+    problems: tuple[Problem, ...]
+
+
+@dataclass(frozen=True)
+class Made:
+    """A note's doc (without its text, which is in the bundle) and the problems of rewriting and rendering it."""
+
+    doc: b.Doc
+    rewrite_problems: tuple[Problem, ...]
+    doc_problems: tuple[Problem, ...]
+
+
+@dataclass(frozen=True)
+class _Read:
+    """A note read in a worker: its content key, and what parsing made unless it is the content ``reuse`` had."""
+
+    content: str | None
+    reading: Reading | None = None
+    fields: Fields | None = None
+
+
+@dataclass(frozen=True)
+class _Doc:
+    """A note's doc made in a worker: the doc, its concepts row, and its content key (None: changed since the walk)."""
+
+    made: Made
+    row: ConceptRow
+    content: str | None
+
+
+@dataclass
+class NoteWork:
+    """One note in this run: each step's result, made now or carried from ``reuse`` (the last convert's state)."""
+
+    sig: tuple[int, ...]
+    content: str | None
+    reading: Reading
+    reuse: NoteState | None = None
+    fields: Fields | None = None
+    resolved: Resolved | None = None
+    missing_blocks: tuple[int, ...] = ()  # links whose block is missing: their rows' statuses
+    inputs: tuple[Any, ...] = ()  # what the rewrite reads besides the note (NoteState.inputs)
+    made: Made | None = None
+
+    @property
+    def meta(self) -> Meta:
+        assert self.fields is not None, "every note's fields are read before anything uses them"
+        return self.fields.meta
+
+    @property
+    def resolutions(self) -> tuple[Resolution, ...]:
+        assert self.resolved is not None, "every note's links are resolved before anything uses them"
+        return self.resolved.resolutions
+
+    @property
+    def doc(self) -> b.Doc:
+        assert self.made is not None, "every note's doc is made or carried before the files are written"
+        return self.made.doc
+
+    def problems(self, collisions: tuple[Problem, ...]) -> tuple[Problem, ...]:
+        """Every problem of the note's steps, in the order the report lists them."""
+        assert self.fields is not None and self.resolved is not None and self.made is not None
+        r, m = self.reading, self.made
+        return (*r.read_problems, *self.fields.problems, *self.resolved.problems, *collisions, *m.rewrite_problems,
+                *m.doc_problems, *r.parse_problems)  # fmt: skip
+
+    def state(self, doc: b.Doc, output: tuple[int, ...]) -> NoteState:
+        """The note as the next convert's cache keeps it."""
+        assert self.fields is not None and self.resolved is not None and self.made is not None
+        r, f, m = self.reading, self.fields, self.made
+        return NoteState(
+            sig=self.sig, content=self.content, read_problems=r.read_problems, parse_problems=r.parse_problems,
+            links=r.links, blocks=r.blocks, words=r.words, mtime=f.mtime, base=f.base, meta=f.meta,
+            meta_problems=f.problems, resolved=self.resolved.resolutions, resolve_problems=self.resolved.problems,
+            inputs=self.inputs, rewrite_problems=m.rewrite_problems, doc_problems=m.doc_problems, doc=doc,
+            output=output, prose=r.prose,
+        )  # fmt: skip
+
+
+class Run:
+    """One convert: every note read, parsed, resolved and rendered, or its last result taken from ``old``."""
+
+    def __init__(
+        self, vault: Path, out: Path, walk: Walk, config: Config, old: ConvertCache | None, clock: Clock
+    ) -> None:
+        self.vault, self.out, self.walk, self.config, self.clock = vault, out, walk, config, clock
+        self.old_db = out / "okf.duckdb"
+        db_intact = old is not None and output_sig(self.old_db) == old.files.get("okf.duckdb")
+        self.old = old if db_intact else None  # rows are carried from the old database, so it must be intact
+        self.works: dict[str, NoteWork] = {}  # vault path -> this run's work on the note
+        self.parsed: dict[str, Note] = {}
+        self.files = {f.path: f for f in walk.notes}
+        self.paths = [f.path for f in walk.notes]
+        self._parse()
+        clock.lap("parse")
+        self._resolve()
+        self._render()
+        clock.lap("resolve")
+
+    # -- reading ------------------------------------------------------------------------------------------
+    def _parse(self) -> None:
+        old = self.old.notes if self.old else {}
+        todo: list[tuple[VaultFile, NoteState | None]] = []
+        for f in self.walk.notes:
+            st = old.get(f.path)
+            if st is not None and self.old is not None and st.sig == f.sig and not self.old.racy(f):
+                self.works[f.path] = NoteWork(sig=f.sig, content=st.content, reading=Reading.of(st), reuse=st)
+            else:
+                todo.append((f, st))
+        if todo:
+            prepare_parser()
+        for (f, st), (read, note) in zip(todo, parallel_map(self._read, todo), strict=True):
+            if read.reading is None:  # the content the last convert read
+                assert st is not None, "only a note the cache has can be read as the same content"
+                self.works[f.path] = NoteWork(sig=f.sig, content=read.content, reading=Reading.of(st), reuse=st)
+                continue
+            assert note is not None
+            self.parsed[f.path] = note
+            reading = replace(read.reading, words=_interned(read.reading.words))
+            self.works[f.path] = NoteWork(sig=f.sig, content=read.content, reading=reading, fields=read.fields)
+        for f in self.walk.notes:
+            w = self.works[f.path]
+            st = w.reuse
+            if w.fields is not None:
+                pass
+            elif st is not None and st.mtime == f.mtime and st.base == self.config.base:
+                w.fields = Fields.of(st)
+            else:
+                w.fields = self._fields(f, self.note(f.path))
+                self.parsed[f.path] = replace(self.parsed[f.path], code=None)  # its lines: only the fields read them
+
+    def _read(self, item: tuple[VaultFile, NoteState | None]) -> tuple[_Read, Note | None]:
+        """One note read: its content key, and the note parsed (with its fields), or None where its content is
+        the one ``st`` recorded. Runs in a worker (``parallel_map``): it changes nothing of the run's."""
+        f, st = item
+        file = read_note(f, self.config)
+        content = file.content
+        if st is not None and content is not None and content == st.content:
+            return _Read(content), None
+        found: Problems = []
+        note = file.parse(found)
+        reading = Reading(
+            read_problems=(*file.problems, *(p for _, p in found)),
+            parse_problems=note.problems,
+            links=note.links,
+            blocks=tuple(b.id for b in note.blocks),
+            words=body_words(note.body),
+            prose=prose(note),
+        )
+        return _Read(content, reading, self._fields(f, note)), replace(note, code=None)  # its lines: for the fields
+
+    def _fields(self, f: VaultFile, note: Note) -> Fields:
+        found: Problems = []
+        meta = note_meta_safe(note, f.mtime, self.config, found)
+        return Fields(mtime=f.mtime, base=self.config.base, meta=meta, problems=tuple(p for _, p in found))
+
+    def note(self, path: str) -> Note:
+        """The parsed note, read again when it was taken from the cache (its content is the one cached)."""
+        if path not in self.parsed:
+            w = self.works[path]
+            file = read_note(self.files[path], self.config)
+            found: Problems = []
+            self.parsed[path] = file.parse(found)
+            if found or file.content != w.content:  # changed since the walk: the next run will see it
+                w.content = None
+        return self.parsed[path]
+
+    # -- resolving ----------------------------------------------------------------------------------------
+    def _resolve(self) -> None:
+        metas = {p: self.works[p].meta for p in self.paths}
+        self.aliases = {p: m.aliases for p, m in metas.items() if m.aliases}
+        self.universe = universe_digest(self.walk, self.aliases)
+        same = self.old is not None and self.old.universe == self.universe
+        resolver: Resolver | None = None
+        self.records: list[LinkRecord] = []
+        for path in self.paths:
+            w = self.works[path]
+            if same and w.reuse is not None:
+                w.resolved = Resolved(w.reuse.resolved, w.reuse.resolve_problems)
+            else:
+                resolver = resolver or _resolver(self.paths, self.walk, self.aliases, self.config)
+                found: Problems = []
+                pairs = resolve_links_safe(resolver, path, w.reading.links, found)
+                w.resolved = Resolved(tuple(r for _, r in pairs), tuple(p for _, p in found))
+        blocks = block_sets((p, self.works[p].reading.blocks) for p in self.paths)
+        for path in self.paths:  # block refs checked once every note's block ids are known
+            w = self.works[path]
+            links, resolved = w.reading.links, w.resolutions
+            checked = check_blocks(links, resolved, blocks)
+            w.missing_blocks = tuple(i for i, r in enumerate(checked) if r is not resolved[i])
+            self.records.extend(LinkRecord(path, lk, r) for lk, r in zip(links, checked, strict=True))
+
+    # -- rendering ----------------------------------------------------------------------------------------
+    def _render(self) -> None:
+        """Doc paths (collisions moved aside and reported), then each note's doc: carried from the old bundle
+        when everything it was made from is the same and the old file is as written, else made again."""
+        doc_of, self.collisions = assign_doc_paths(self.paths)
+        used = frozenset(r.resolution.path or "" for r in self.records if r.resolution.status is Status.ATTACHMENT)
+        doc_of.update({a.path: a.path for a in self.walk.attachments if a.path in used})
+        self.doc_of, self.used = doc_of, used
+        self.carried: list[str] = []
+        for path in self.paths:
+            w = self.works[path]
+            targets = tuple(doc_of.get(r.path) for r in w.resolutions if r.path)
+            w.inputs = (doc_of[path], targets, w.missing_blocks)  # the last: its rows' statuses
+            st = w.reuse
+            if st is not None and self._carries(w, st):
+                w.made = Made(doc=st.doc, rewrite_problems=st.rewrite_problems, doc_problems=st.doc_problems)
+                self.carried.append(path)
+        self.reused = len(self.carried)
+
+    def _make_docs(self, stage: Path, rows: Callable[[list[ConceptRow]], None]) -> None:
+        """The doc of every note not carried, written into ``stage`` (spread over workers); its concepts row
+        given to ``rows``, a chunk of notes at a time, in the notes' order."""
+        todo = [p for p in self.paths if self.works[p].made is None]
+        b.make_folders(stage, [f"{b.CONCEPTS}/{self.doc_of[p]}" for p in todo])
+        self.stage = str(stage)
+        self.writer: b.Writer | None = None
+        done = 0
+        for chunk in parallel_chunks(self._make_doc, todo, self._written):
+            for path, made in zip(todo[done : done + len(chunk)], chunk, strict=True):
+                w = self.works[path]
+                w.made, w.content = made.made, made.content
+                self.parsed.pop(path, None)  # its row holds what the database needs: the note need not stay
+            rows([made.row for made in chunk])
+            done += len(chunk)
+        self.parsed.clear()
+
+    def _make_doc(self, path: str) -> _Doc:
+        """One note's links rewritten, its doc rendered and written, its concepts row. Runs in a worker
+        (``parallel_map``)."""
+        w, note, found = self.works[path], self.note(path), list[tuple[str, Problem]]()
+        meta = w.meta
+        # strict=False: a note edited since the walk has other links; the next run redoes it
+        resolved = dict(zip(note.links, w.resolutions, strict=False))
+        body = rewrite_safe(note, resolved, self.doc_of, found)
+        rewrite = tuple(p for _, p in found)
+        found = []
+        resolved_map = {(path, lk): r for lk, r in resolved.items()}
+        doc = doc_safe(note, meta, body, self.doc_of, resolved_map, self.vault.name, found)
+        if self.writer is None or self.writer.pid != os.getpid():  # the first doc of this process
+            self.writer = b.Writer()
+        self.writer.write(os.path.join(self.stage, b.CONCEPTS, doc.doc_path), doc.text)
+        made = Made(doc=replace(doc, text=""), rewrite_problems=rewrite, doc_problems=tuple(p for _, p in found))
+        return _Doc(made=made, row=concept_row(note, meta, doc, body), content=w.content)
+
+    def _written(self) -> None:
+        """Every doc this process gave its writer is written (``parallel_map``'s ``finish``)."""
+        if self.writer is not None and self.writer.pid == os.getpid():
+            writer, self.writer = self.writer, None
+            writer.close()
+
+    def _carries(self, w: NoteWork, st: NoteState) -> bool:
+        return (
+            st.inputs == w.inputs
+            and st.resolved == w.resolutions
+            and st.meta == w.meta
+            and output_sig(os.path.join(self.out, b.CONCEPTS, st.doc.doc_path)) == st.output
+        )
+
+    # -- the report and the files -------------------------------------------------------------------------
+    def problems(self) -> tuple[tuple[str, Problem], ...]:
+        """The report's problems: the walk's, then each note's (with its collision), by path."""
+        collided: dict[str, list[Problem]] = {}
+        for path, problem in self.collisions:
+            collided.setdefault(path, []).append(problem)
+        notes = [(p, pr) for p in self.paths for pr in self.works[p].problems(tuple(collided.get(p, ())))]
+        return tuple(sorted([*self.walk.problems, *notes], key=_by_path))
+
+    @cached_property
+    def mentions(self) -> list[Mention]:
+        """Unlinked mentions, found again over the whole vault each run (every note's names matter)."""
+        metas = {p: self.works[p].meta for p in self.paths}
+        return vault_mentions(self.paths, metas, {p: self.works[p].reading.prose for p in self.paths}, self.records)
+
+    @property
+    def report(self) -> LinkReport:
+        if not hasattr(self, "_report"):
+            notes = [_Path(p) for p in self.paths]
+            words = {p: self.works[p].reading.words for p in self.paths}
+            metas = [self.works[p].meta for p in self.paths]
+            memo = self.old.loaded if self.old is not None and self.old.universe == self.universe else None
+            self.near = dict(memo.near) if memo else {}
+            variants = tuple(spelling_variants(notes, self.aliases, self.records, words, self.near))
+            self.suggest_key = suggest_key(self.universe, variants)
+            known = memo.suggested if memo and memo.suggest_key == self.suggest_key else {}
+            self._report = LinkReport(
+                vault=self.vault.name,
+                notes=tuple(self.paths),
+                records=tuple(self.records),
+                problems=self.problems(),
+                skipped=self.walk.skipped,
+                aliases=self.aliases,
+                types=tuple(type_rows(metas)),
+                variants=variants,
+                suggested=dict(known),
+                mentions=tuple(self.mentions),
+            )
+        return self._report
+
+    def write(self, stage: Path, key: str, started: int) -> ConvertCache:
+        meta = {"vault": self.vault.name, "okf_version": b.OKF_VERSION}
+        old_db = self.old_db if self.carried else None
+        database = DatabaseWriter(stage / "okf.duckdb", meta, old_db, self.carried)
+        try:
+            self._make_docs(stage, database.concepts)
+            self.clock.lap("docs")
+            self.mentions  # noqa: B018 - found now, so the clock times them alone
+            self.clock.lap("mentions")
+            with ThreadPoolExecutor(max_workers=1) as pool:  # DuckDB loads while the rest is made and written
+                links = pool.submit(self._write_links, database)
+                files = self._write_rest(stage)
+                links.result()
+        except BaseException:
+            database.abort()
+            raise
+        self.clock.lap("write")
+        return self._cache(stage, key, started, files)
+
+    def _write_links(self, database: DatabaseWriter) -> None:
+        """The links rows of the notes not carried, a batch at a time, and the database finished."""
+        carried = set(self.carried)
+        batch: list[LinkRow] = []
+        for r in self.records:
+            if r.source not in carried:
+                batch.append(link_row(r, self.doc_of))
+                if len(batch) >= _LINK_BATCH:
+                    database.links(batch)
+                    batch = []
+        database.links(batch)
+        database.mentions(mention_rows(self.mentions, lambda p: concept_id(self.doc_of[p])))
+        database.close()
+
+    def _write_rest(self, stage: Path) -> list[str]:
+        """The folder indexes, the link-health report, SKILL.md and the marker written, the attachments copied
+        and every file carried from the old bundle linked: the paths of the files written. Each link-health
+        file is written as soon as it is made (the page of a big vault is tens of MB, made while the database
+        still takes rows: holding all three would raise a convert's peak memory)."""
+        report = self.report
+        self.clock.lap("report")
+        vault, doc_of, used = self.vault, self.doc_of, self.used
+        files: dict[str, str | bytes] = {}
+        links_from: dict[str, str] = {}
+        old_root = str(self.out)
+        docs = [self.works[p].doc for p in self.paths]
+        for path in self.carried:
+            rel = f"{b.CONCEPTS}/{self.works[path].doc.doc_path}"
+            links_from[rel] = os.path.join(old_root, rel)
+        attachment_folders = {posixpath.dirname(p) for p in used if p}
+        for folder, text in b.folder_indexes(docs, vault.name, attachment_folders).items():
+            files[posixpath.join(b.CONCEPTS, folder, "index.md")] = text
+        types = dict(Counter(d.type for d in docs).most_common())
+        data = report.to_json()
+        files["SKILL.md"] = skill_text(vault.name, vault.name, types, data["totals"], folders=data["types"])
+        renamed = {p: f"{b.CONCEPTS}/{d}" for p, d in doc_of.items() if d != p}
+        made: list[tuple[str, Callable[[], str]]] = [
+            ("link-health.md", report.to_markdown),
+            ("link-health.json", report.to_json_text),
+            ("link-health.html", lambda: link_health_html(data, renamed)),
+        ]
+        for rel, make in made:
+            b.write_file(stage / rel, make())
+        files[b.MARKER] = json.dumps({"tool": "vault2okf", "vault": vault.name, "okf_version": b.OKF_VERSION}) + "\n"
+        copies, old_copies = {}, self.old.attachments if self.old else {}
+        sources = {a.path: a for a in self.walk.attachments if a.path in used}
+        for path, a in sources.items():
+            rel = f"{b.CONCEPTS}/{path}"
+            was = old_copies.get(path)
+            if was is not None and was[0] == a.sig and output_sig(os.path.join(old_root, rel)) == was[1]:
+                links_from[rel] = os.path.join(old_root, rel)
+            else:
+                copies[rel] = a.abs_path
+        self.clock.lap("render")
+        b.write_tree(stage, files, copies, links_from)
+        return [*files, *(rel for rel, _ in made)]
+
+    def _cache(self, stage: Path, key: str, started: int, files: list[str]) -> ConvertCache:
+        notes, root = {}, str(stage)
+        for path in self.paths:
+            doc = self.works[path].doc
+            output = output_sig(os.path.join(root, b.CONCEPTS, doc.doc_path))
+            notes[path] = self.works[path].state(replace(doc, text=""), output)
+        docs = {f"{b.CONCEPTS}/{s.doc.doc_path}": s.output for s in notes.values()}
+        others = {rel: output_sig(os.path.join(root, rel)) for rel in files if rel not in docs}
+        others["okf.duckdb"] = output_sig(os.path.join(root, "okf.duckdb"))
+        copied = [a for a in self.walk.attachments if a.path in self.used]
+        attachments = {a.path: (a.sig, output_sig(os.path.join(root, b.CONCEPTS, a.path))) for a in copied}
+        report = self.report
+        data = report.to_json()
+        broken = {entry["target"] for entry in data["broken"]}
+        suggested = {t: found for t, found in report.suggested.items() if t in broken}
+        read = self.old.loaded if self.old is not None else None
+        blobs = {} if read is None else read.saved([p for p, s in notes.items() if read.notes.get(p) == s])
+        body = Body(
+            notes=notes, problems=report.problems, types=report.types, variants=report.variants, near=self.near,
+            suggested=suggested, suggest_key=self.suggest_key, blobs=blobs,
+        )  # fmt: skip
+        return ConvertCache(
+            key=key,
+            started_ns=started,
+            walk=walk_digest(self.walk),
+            universe=self.universe,
+            contents={p: s.content for p, s in notes.items()},
+            attachments=attachments,
+            files=others,
+            docs=docs,
+            summary={"links": len(self.records), "totals": data["totals"]},
+            body=lambda: body,
+        )
+
+
+@dataclass(frozen=True)
+class _Path:
+    path: str  # a note as spelling_variants needs it when its body_words are known
+
+
+def _interned(words: BodyWords) -> BodyWords:
+    """``words`` sent back by a worker, each word held once again (as ``body_words`` leaves them)."""
+    runs = Counter({sys.intern(w): n for w, n in words.runs.items()})
+    return BodyWords(runs, frozenset(map(sys.intern, words.lower)))
+
+
+def _resolver(paths: list[str], walk: Walk, aliases: dict[str, tuple[str, ...]], config: Config) -> Resolver:
+    return Resolver(
+        notes=paths,
+        attachments=[f.path for f in walk.attachments],
+        aliases=aliases,
+        overrides=config.overrides,
+        excluded=walk.excluded,
+        exclude=config.exclude,
+        excluded_names=config.excluded_names,
+        source=config.source,
+    )
+
+
+class Clock:
+    """Seconds per stage of a convert (``ConvertResult.stages``)."""
+
+    def __init__(self) -> None:
+        self.start = self.last = time.perf_counter()
+        self.laps: dict[str, float] = {}
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.laps[name] = round(now - self.last, 4)
+        self.last = now
+
+    def total(self) -> float:
+        return time.perf_counter() - self.start
+
+
+def _by_path(item: tuple[str, Any]) -> str:
+    return item[0]

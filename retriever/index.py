@@ -15,7 +15,7 @@ import hashlib
 import json
 import os
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,6 +48,7 @@ class IndexResult:
     unchanged: int
     seconds: float
     embedder: str
+    notices: tuple[str, ...] = ()  # what the user should know: the question encoder could not be written
 
 
 @dataclass(frozen=True)
@@ -100,12 +101,15 @@ def index_bundle(
         note_hashes = {cid: note_hash(title, body) for cid, title, body in concepts}
         done = None if chroma_url else _nothing_changed(bundle_dir, embedder_name, chroma_path, note_hashes)
         if done is not None:
+            notices = _question_encoder(bundle_dir, done, device)
             seconds = _since(started)
-            return IndexResult(done.collection, done.notes, done.chunks, 0, 0, done.chunks, seconds, done.embedder)
+            return IndexResult(
+                done.collection, done.notes, done.chunks, 0, 0, done.chunks, seconds, done.embedder, notices
+            )
         _check_writable(bundle_dir)
         spec = embedder_name
         try:
-            return _index(bundle_dir, concepts, note_hashes, spec, chroma_path, chroma_url, progress, device, batch)
+            result = _index(bundle_dir, concepts, note_hashes, spec, chroma_path, chroma_url, progress, device, batch)
         except Exception as error:  # chromadb words a full disk its own way ("Error in compaction" ...)
             if not is_disk_full(error):
                 raise
@@ -113,6 +117,21 @@ def index_bundle(
             need = 4 * text + (2 << 20)  # chunk texts, vectors, Chroma's own files and the saved table, about
             where = Path(chroma_path) if chroma_path else default_chroma_path(bundle_dir)
             raise RetrieverError(disk_full_message(where, need, "this index")) from None
+        notices = _question_encoder(bundle_dir, read_index_info(bundle_dir), device)
+        return replace(result, seconds=_since(started), notices=notices)
+
+
+def _question_encoder(bundle_dir: Path | str, info: IndexInfo, device: str) -> tuple[str, ...]:
+    """Write the question encoder (`retriever.export`) unless a current one is there; the model loads only then
+    (once: `get_embedder` caches it, so after embedding it is the model that embedded the documents)."""
+    from retriever.export import ensure_encoder
+
+    spec = info.embedder_spec
+    try:
+        notice = ensure_encoder(bundle_dir, info.embedder, spec, lambda: get_embedder(spec, device=device))
+    except OSError as error:  # the index is written; only the encoder is not
+        notice = f"no question encoder written ({error}): search and ask will load FlagEmbedding"
+    return (notice,) if notice else ()
 
 
 def _check_writable(bundle_dir: Path | str) -> None:

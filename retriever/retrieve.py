@@ -183,7 +183,7 @@ class Retriever:
         self.embedder = embedder
         self.graph = graph
         self.lexical_file = lexical_file  # the BM25 indexes `index` saved beside the table (`Lexical.save`)
-        self.notices: tuple[str, ...] = ()  # what a search should say about the index (`index.index_notices`)
+        self.notices: tuple[str, ...] = ()  # what a search should say: `index.index_notices`, the encoder's
         if table is None:
             if store is None:
                 raise RetrieverError("a Retriever needs a chunk table or a store to read one from")
@@ -197,15 +197,18 @@ class Retriever:
     def open(
         cls, bundle: Path, *, chroma_url: str | None = None, device: str = "cpu", graph: NoteGraph | None = None
     ) -> Retriever:
-        """Open an indexed bundle; the bundle and its schema are checked before the embedder loads."""
-        from retriever.embed import get_embedder
+        """Open an indexed bundle; the bundle and its schema are checked before the embedder loads.
+
+        Questions are embedded by the index's ONNX question encoder (`retriever.encoder`: no torch); where it is
+        missing, stale or damaged, by FlagEmbedding, and one of ``notices`` says how to rebuild it."""
+        from retriever.encoder import question_embedder
         from retriever.index import index_notices, lexical_path, open_table
 
         graph = graph or load_graph(bundle)
         info, table, store = open_table(bundle, chroma_url=chroma_url)
-        embedder = get_embedder(info.embedder_spec, device=device)
+        embedder, notice = question_embedder(bundle, info, device=device)
         opened = cls(bundle, store, embedder, graph, table, lexical_path(bundle, info.collection))
-        opened.notices = tuple(index_notices(bundle, info, table, store))
+        opened.notices = (*index_notices(bundle, info, table, store), *([notice] if notice else []))
         return opened
 
     @cached_property

@@ -232,6 +232,23 @@ def test_ask_llm_extract_through_the_cli(bundle: Path) -> None:
     data = json.loads(as_json.stdout)
     assert data["model"] == "extract" and data["not_found"] is False
     assert [c["ref"] for c in data["citations"]] == ["People/Maren Voss#Trade", "People/Maren Voss"]
+    timings = data["timings_ms"]  # first_token counts from the process's start: imports, index, retrieval
+    assert timings["first_token"] > timings["embed_ms"] + timings["retrieve_ms"] + timings["answer_ms"]
+
+
+@pytest.mark.slow
+def test_on_a_terminal_ask_shows_the_sources_before_the_answer(bundle: Path) -> None:
+    pexpect = pytest.importorskip("pexpect")
+    run = pexpect.spawn(CLI[0], [*CLI[1:], "ask", str(bundle), ASKED, "--llm", "extract"], env=ENV,
+                        encoding="utf-8", timeout=300)  # fmt: skip
+    try:
+        run.expect_exact("(concepts/People/Maren Voss.md)")  # a retrieved note, first
+        run.expect_exact('Maren Voss › Trade: "She sells lamp oil')  # then the answer
+        run.expect_exact("  [1] Maren Voss › Trade — concepts/People/Maren Voss.md#Trade")  # then its citations
+        run.expect(pexpect.EOF)
+        assert "(concepts/People/Maren Voss.md)" not in run.before  # listed once, not again at the end
+    finally:
+        run.close()
 
 
 @pytest.mark.slow

@@ -1,8 +1,9 @@
 """`ask`'s JSON and its terminal rendering of a structured answer (the answer records are built, not stubbed)."""
 
+import time
 from dataclasses import replace
 
-from retriever.answer.ask import AskResult, context_notes
+from retriever.answer.ask import AskResult, ask, context_notes
 from retriever.answer.base import Answer, Citation
 from retriever.graph import Concept
 from retriever.retrieve import Hit, Mode, Retrieval, Via
@@ -64,3 +65,34 @@ def test_context_notes_take_type_and_session_from_the_graph():
     assert (note.type, note.session_number, note.session_date) == ("session", 3, "2024-03-15")
     (bare,) = context_notes(RETRIEVAL)
     assert bare.type is None and bare.session_label == "session 3, 2024-03-15"
+
+
+class _Streaming:
+    """An answerer that streams two pieces and records what had happened when it started."""
+
+    model = "m"
+    notice = None
+
+    def __init__(self, events: list[str]) -> None:
+        self.events = events
+
+    def answer(self, question, notes, *, on_token=None):  # noqa: ANN001, ANN201
+        self.events.append("answer starts")
+        time.sleep(0.02)
+        for piece in ("Mi", "ra."):
+            on_token(piece)
+        time.sleep(0.05)
+        return Answer("Mira.", (LOOT,), **BASE)
+
+
+def test_sources_come_before_the_answer_and_the_first_token_is_timed_from_the_start():
+    events: list[str] = []
+    started = time.perf_counter() - 1.0  # as if the process had started a second ago
+    result = ask("Who sold the map?", lambda q: events.append("retrieved") or RETRIEVAL, _Streaming(events),
+                 on_token=lambda piece: events.append(piece), started=started,
+                 on_retrieved=lambda retrieval: events.append(f"sources: {retrieval.notes}"))  # fmt: skip
+    assert events == ["retrieved", "sources: 1", "answer starts", "Mi", "ra."]
+    first = result.timings["first_token"]
+    assert 1020 <= first < 1000 + result.timings["answer_ms"] - 40  # after the 20 ms wait, before the 50 ms one
+    assert "first_token" in result.to_json()["timings_ms"]
+    assert "first_token" not in ask("q", lambda q: RETRIEVAL, _Streaming([])).timings  # no start given, no figure

@@ -17,6 +17,7 @@ PACKAGES = ("vault2okf", "retriever", "eval")
 LAYERS = {  # module prefix -> layer
     "vault2okf.cli": "cli",  # the composition root: one module per command
     "vault2okf.doctor": "cli",  # the install's checks: every package's dependencies, like the root
+    "vault2okf.__main__": "cli",  # `python -m vault2okf`: the console command
     "eval": "eval",
     "retriever.agent": "agent",  # the agent loop, the tools, the MCP server
     "retriever.answer": "answer",  # answerers, prompt, answer schema; ask = retrieve, then answer

@@ -63,10 +63,31 @@ def ask(
     answerer: Answerer,
     on_token: Callable[[str], None] | None = None,
     concepts: Mapping[str, Any] | None = None,
+    *,
+    on_retrieved: Callable[[Retrieval], None] | None = None,
+    started: float | None = None,
 ) -> AskResult:
-    """Retrieve, then answer from the retrieved notes; `concepts` (the graph's) enriches what the prompt shows."""
+    """Retrieve, then answer from the retrieved notes; `concepts` (the graph's) enriches what the prompt shows.
+
+    ``on_retrieved`` gets the retrieval before the answerer starts (a terminal shows the sources while the model
+    loads). With ``started`` (a ``time.perf_counter()`` value: the process's start), the timings gain
+    ``first_token``: milliseconds from then to the first piece of answer text (to the whole answer when the
+    answerer gives it at once)."""
     retrieval = retrieve(question)
+    if on_retrieved is not None:
+        on_retrieved(retrieval)
     start = time.perf_counter()
-    answer = answerer.answer(question, context_notes(retrieval, concepts), on_token=on_token)
-    timings = {**retrieval.timings, "answer_ms": round((time.perf_counter() - start) * 1000, 1)}
+    first: list[float] = []
+
+    def token(piece: str) -> None:
+        if not first:
+            first.append(time.perf_counter())
+        if on_token is not None:
+            on_token(piece)
+
+    answer = answerer.answer(question, context_notes(retrieval, concepts), on_token=token)
+    done = time.perf_counter()
+    timings = {**retrieval.timings, "answer_ms": round((done - start) * 1000, 1)}
+    if started is not None:
+        timings["first_token"] = round(((first[0] if first else done) - started) * 1000, 1)
     return AskResult(question, answer, retrieval, timings)

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import typer
 
 from retriever.answer.base import Answer, AnswerSpec, Backend
-from retriever.retrieve import Hit, Retriever, SearchSpec
+from retriever.retrieve import Hit, Retrieval, Retriever, SearchSpec
 from vault2okf.cli.options import BUNDLE, CHROMA_URL, NO_AGENT, QUESTION, answer_options, check_question, search_options
 
 
@@ -51,16 +53,38 @@ def ask_cmd(
     answerer = answer.answerer()
     say_notice(answerer.notice)
     stream = None if as_json else _print_token
-    concepts = retriever.graph.concepts
-    result = ask(question, lambda q: searched(retriever, q, spec), answerer, on_token=stream, concepts=concepts)
+    early = not as_json and sys.stdout.isatty()  # a person watching: the notes while the model loads
+    result = ask(
+        question, lambda q: searched(retriever, q, spec), answerer, on_token=stream,
+        concepts=retriever.graph.concepts, on_retrieved=_print_retrieved if early else None,
+        started=process_started(),
+    )  # fmt: skip
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
         return
     typer.echo("")
     for line in render_sources(result.answer):
         typer.echo(line)
-    for line in context_lines(result.answer, result.retrieval.hits):
+    if not early:  # (on a terminal the notes were listed before the answer)
+        for line in context_lines(result.answer, result.retrieval.hits):
+            typer.echo(line, err=True)
+
+
+def _print_retrieved(retrieval: Retrieval) -> None:
+    """The notes retrieved for the answer, listed before it (the model may take seconds to load)."""
+    for line in context_lines(None, retrieval.hits):
         typer.echo(line, err=True)
+
+
+def process_started() -> float:
+    """This process's start as a ``time.perf_counter()`` value (Linux: /proc/self/stat, to 10 ms), so timings can
+    count the interpreter's start and the imports too; elsewhere, now."""
+    try:
+        fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return time.perf_counter()
+    return time.perf_counter() - max(age, 0.0)
 
 
 def _ask_agent(
@@ -105,11 +129,11 @@ def render_sources(answer: Answer) -> list[str]:
     return lines
 
 
-def context_lines(answer: Answer, hits: Sequence[Hit]) -> list[str]:
+def context_lines(answer: Answer | None, hits: Sequence[Hit]) -> list[str]:
     """The notes the answer was given, each once, in context order: how it came (vector or hop) and, for a
-    cited note, the numbers of its citations in the Sources list."""
+    cited note, the numbers of its citations in the Sources list (none before the answer: ``answer`` None)."""
     cited: dict[str, list[str]] = {}
-    for number, c in enumerate(answer.citations, start=1):
+    for number, c in enumerate(answer.citations if answer else (), start=1):
         cited.setdefault(c.note_id, []).append(f"[{number}]")
     seen: set[str] = set()
     lines = [f"Context ({len({h.note_id for h in hits})} notes):"]

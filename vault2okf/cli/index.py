@@ -30,3 +30,5 @@ def index_cmd(
         f"{result.notes} notes, {result.chunks} chunks in {result.collection} ({result.embedder}): "
         f"{result.added} embedded, {result.removed} removed, {result.unchanged} unchanged, {result.seconds:.1f}s"
     )
+    for notice in result.notices:
+        typer.echo(f"note: {notice}", err=True)

@@ -15,8 +15,9 @@ def mcp_cmd(
 ) -> None:
     """Serve BUNDLES read-only over MCP (stdio): search, read_note, neighbours, sql, schema, link_health."""
     from retriever.agent.mcp_server import build_server, open_library, unindexed
+    from retriever.encoder import encoder_notice
 
     library = open_library(bundles, chroma_url=chroma_url)
-    for line in unindexed(library):
+    for line in [*unindexed(library), *filter(None, map(encoder_notice, bundles))]:
         typer.echo(f"note: {line}", err=True)
     build_server(library).run("stdio")

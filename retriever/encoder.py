@@ -1,0 +1,203 @@
+"""The question encoder: an ONNX export of the index's embedder, run by onnxruntime and tokenizers alone.
+
+`vault2okf index` writes it to ``BUNDLE/.vault2okf/encoder/`` (`retriever.export`): ``model.onnx`` (the network up
+to its last hidden state), ``tokenizer.json`` and ``encoder.json`` (`EncoderSettings`: pooling, normalisation,
+max length and the fingerprint of the weights it was exported from). `question_embedder` gives the Retriever an
+embedder whose questions go through it: a search never imports torch, transformers or FlagEmbedding (about 6 s on
+two cores; onnxruntime and tokenizers take 0.2 s), and gets the vector FlagEmbedding would give (cosine >= 0.9999
+on every golden question, bench/onnx_parity.py). Documents are still FlagEmbedding's: `embed_documents` loads it.
+
+A missing or stale encoder falls back to FlagEmbedding with a notice saying how to rebuild it; so does a damaged
+one (any file that does not load, or a probe question that does not come out as a vector of the recorded size).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from retriever.embed import SMALL_MODEL, Embedder, embedder_fingerprint, get_embedder, physical_cores
+
+if TYPE_CHECKING:
+    from retriever.index import IndexInfo
+
+ENCODER_VERSION = 1  # bump when the export's format or content changes: older exports are then stale
+MODEL_FILE = "model.onnx"
+TOKENIZER_FILE = "tokenizer.json"
+SETTINGS_FILE = "encoder.json"
+
+
+class Pooling(StrEnum):
+    CLS = "cls"  # BGE-M3: the first token's hidden state
+    MEAN = "mean"  # sentence-transformers models such as MiniLM: the mean over the question's tokens
+
+
+@dataclass(frozen=True)
+class EncoderSettings:
+    """What encoder.json records: how to turn the network's hidden states into the embedder's vector."""
+
+    embedder: str  # Embedder.name
+    embedder_spec: str
+    fingerprint: str  # embed.embedder_fingerprint of the weights it was exported from
+    pooling: Pooling
+    normalize: bool
+    max_length: int  # tokens, special tokens included, as FlagEmbedding truncates
+    dim: int
+    parameters: int
+    version: int = ENCODER_VERSION
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2) + "\n"
+
+    @classmethod
+    def read(cls, path: Path) -> EncoderSettings:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return cls(**{**data, "pooling": Pooling(data["pooling"])})
+
+
+def encoder_dir(bundle_dir: Path | str) -> Path:
+    return Path(bundle_dir) / ".vault2okf" / "encoder"
+
+
+def read_settings(folder: Path) -> EncoderSettings | None:
+    """The settings of the encoder in ``folder``; None when there are none or they are unreadable."""
+    try:
+        return EncoderSettings.read(folder / SETTINGS_FILE)
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+
+
+def is_current(settings: EncoderSettings | None, embedder: str, spec: str, fingerprint: str | None) -> bool:
+    """Whether an encoder with ``settings`` was exported from this embedder's weights by this code. A fingerprint of
+    None (the weights are not on this machine) leaves the recorded one unchecked: the encoder needs no weights."""
+    if settings is None or (settings.embedder, settings.embedder_spec) != (embedder, spec):
+        return False
+    return settings.version == ENCODER_VERSION and fingerprint in (None, settings.fingerprint)
+
+
+class OnnxEncoder:
+    """One question at a time through the exported network; the vector comes back float32 and L2-normalised."""
+
+    def __init__(self, folder: Path, settings: EncoderSettings) -> None:
+        import onnxruntime
+        from tokenizers import Tokenizer
+
+        self.settings = settings
+        self.tokenizer = Tokenizer.from_file(str(folder / TOKENIZER_FILE))
+        self.tokenizer.enable_truncation(settings.max_length)
+        self.tokenizer.no_padding()
+        options = onnxruntime.SessionOptions()
+        # One thread for a small model (a question through MiniLM is a few ms); a core each for a large one.
+        threads = 1 if settings.parameters < SMALL_MODEL else physical_cores()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3  # errors only
+        if threads > 1:  # spinning threads cost a busy machine more than they save
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        self.session = onnxruntime.InferenceSession(
+            str(folder / MODEL_FILE), options, providers=["CPUExecutionProvider"]
+        )
+
+    def embed(self, text: str) -> np.ndarray:
+        clean = text if isinstance(text, str) and text.strip() else " "  # as FlagEmbedder gives FlagEmbedding
+        encoded = self.tokenizer.encode(clean)
+        ids = np.asarray([encoded.ids], dtype=np.int64)
+        mask = np.asarray([encoded.attention_mask], dtype=np.int64)
+        hidden = self.session.run(None, {"input_ids": ids, "attention_mask": mask})[0][0]
+        if self.settings.pooling is Pooling.CLS:
+            vector = hidden[0]
+        else:
+            vector = (hidden * mask[0, :, None]).sum(axis=0) / max(int(mask.sum()), 1)
+        vector = np.asarray(vector, dtype=np.float32)
+        return vector / max(float(np.linalg.norm(vector)), 1e-12) if self.settings.normalize else vector
+
+
+@dataclass
+class QuestionEmbedder:
+    """The index's embedder with questions through its ONNX export; documents (rare at search time: the context
+    rankers' cache) through FlagEmbedding, loaded on first use."""
+
+    name: str
+    spec: str
+    encoder: OnnxEncoder
+    device: str = "cpu"
+    dim: int = field(init=False)
+    batch_size: int = 32
+
+    def __post_init__(self) -> None:
+        self.dim = self.encoder.settings.dim
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.encoder.embed(text)
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        return self.documents.embed_documents(texts)
+
+    @cached_property
+    def documents(self) -> Embedder:
+        return get_embedder(self.spec, device=self.device)
+
+
+def load_encoder(bundle_dir: Path | str, embedder: str, spec: str) -> tuple[OnnxEncoder | None, str | None]:
+    """The bundle's question encoder for this embedder, or None and why not (a notice saying how to rebuild it)."""
+    folder = encoder_dir(bundle_dir)
+    fallback = _fallback(bundle_dir)
+    unusable = _unusable(folder, embedder, spec)
+    if unusable:
+        return None, f"{unusable}: {fallback}"
+    try:
+        settings = read_settings(folder)
+        if settings is None:
+            raise ValueError(f"{SETTINGS_FILE} is unreadable")
+        encoder = OnnxEncoder(folder, settings)
+        probe = encoder.embed("dimension probe")
+        if probe.shape != (settings.dim,) or not np.isfinite(probe).all():
+            raise ValueError(f"a probe question came out as shape {probe.shape}, not ({settings.dim},)")
+    except Exception as error:  # onnxruntime's and tokenizers' errors have no common base: any failure is damage
+        reason = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
+        return None, f"the question encoder in {folder} is damaged ({reason}): {fallback}"
+    return encoder, None
+
+
+def encoder_notice(bundle_dir: Path | str) -> str | None:
+    """What to say of an indexed bundle whose question encoder is missing or stale, without loading it (a damaged
+    one is found when it loads); None for a bundle with no index, or a current encoder."""
+    from retriever.errors import RetrieverError
+    from retriever.index import read_index_info
+
+    try:
+        info = read_index_info(bundle_dir)
+    except RetrieverError:
+        return None
+    unusable = _unusable(encoder_dir(bundle_dir), info.embedder, info.embedder_spec)
+    return f"{unusable}: {_fallback(bundle_dir)}" if unusable else None
+
+
+def _unusable(folder: Path, embedder: str, spec: str) -> str | None:
+    if not (folder / SETTINGS_FILE).is_file():
+        return f"no question encoder in {folder}"
+    settings = read_settings(folder)
+    if settings is not None and not is_current(settings, embedder, spec, embedder_fingerprint(spec)):
+        return f"the question encoder in {folder} is stale"
+    return None
+
+
+def _fallback(bundle_dir: Path | str) -> str:
+    return f"questions are embedded with FlagEmbedding; run `vault2okf index {bundle_dir}` to rebuild it"
+
+
+def question_embedder(bundle_dir: Path | str, info: IndexInfo, *, device: str = "cpu") -> tuple[Embedder, str | None]:
+    """The embedder a search of this index embeds its questions with, and a notice when it is not the ONNX one."""
+    if device != "cpu":  # the export runs on onnxruntime's CPU provider; an accelerator is FlagEmbedding's
+        return get_embedder(info.embedder_spec, device=device), None
+    encoder, notice = load_encoder(bundle_dir, info.embedder, info.embedder_spec)
+    if encoder is None:
+        return get_embedder(info.embedder_spec, device=device), notice
+    return QuestionEmbedder(info.embedder, info.embedder_spec, encoder, device), None

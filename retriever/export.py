@@ -1,0 +1,161 @@
+"""Write the question encoder (`retriever.encoder`) of an index: the loaded FlagEmbedding network, exported to ONNX.
+
+`ensure_encoder` runs at the end of every `vault2okf index`: when ``BUNDLE/.vault2okf/encoder`` is missing, damaged
+or stale (another embedder, other weights, an older format) it exports the embedder that index already loaded,
+into a temporary folder that is renamed into place, so a search sees the old encoder, none, or the new one.
+
+The export traces the model that embedded the documents, so its weights are never loaded twice: the tracer writes
+them from the model's own tensors. Constant folding is off, because it would add a transposed copy of every linear
+layer's weights (half the model) while exporting; onnxruntime folds those transposes when a search opens the
+encoder. A model over 2 GB (BGE-M3: 2.2 GB in fp32) is written with its tensors in external files, one at a time;
+a smaller one (MiniLM: 90 MB) is serialised in memory once. The attention is traced in its eager form: traced
+through SDPA, the vectors did not match (cosine about 0.95).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from retriever.embed import Embedder, embedder_fingerprint, verbose
+from retriever.encoder import (
+    MODEL_FILE,
+    SETTINGS_FILE,
+    TOKENIZER_FILE,
+    EncoderSettings,
+    Pooling,
+    encoder_dir,
+    load_encoder,
+)
+from retriever.errors import RetrieverError
+
+OPSET = 17
+EXPORT_HINT = "the ONNX export needs `pip install onnx` (index time only)"
+
+
+class ExportError(RetrieverError):
+    """The embedder cannot be exported (not a FlagEmbedding model, no fast tokenizer, onnx missing)."""
+
+
+def ensure_encoder(bundle_dir: Path | str, embedder: str, spec: str, load: Callable[[], Embedder]) -> str | None:
+    """Export the question encoder unless a current one is there; a notice when it could not be written.
+    ``load`` gives the index's embedder (already loaded when anything was embedded)."""
+    if load_encoder(bundle_dir, embedder, spec)[0] is not None:  # current, and it loads and embeds
+        return None
+    try:
+        export_encoder(bundle_dir, load(), embedder_fingerprint(spec) or "")
+    except ExportError as error:
+        return f"no question encoder written ({error}): search and ask will load FlagEmbedding"
+    return None
+
+
+def export_encoder(bundle_dir: Path | str, embedder: Embedder, fingerprint: str) -> Path:
+    """Export ``embedder`` (a `FlagEmbedder`) to ``BUNDLE/.vault2okf/encoder``, replacing what is there."""
+    flag: Any = getattr(embedder, "model", None)
+    network, pooling = _network(flag)
+    tokenizer = getattr(flag, "tokenizer", None)
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None:
+        raise ExportError(f"the {embedder.name} embedder has no fast tokenizer (tokenizer.json) to export")
+    final = encoder_dir(bundle_dir)
+    for stale in final.parent.glob(f"{final.name}.*-*"):  # what a killed export left
+        shutil.rmtree(stale, ignore_errors=True)
+    part = final.with_name(f"{final.name}.part-{os.getpid()}")
+    part.mkdir(parents=True)
+    try:
+        _write_onnx(network, tokenizer, part / MODEL_FILE)
+        backend.save(str(part / TOKENIZER_FILE))
+        settings = EncoderSettings(
+            embedder.name, embedder.spec, fingerprint, pooling, True, int(getattr(embedder, "max_length", 512)),
+            embedder.dim, sum(p.numel() for p in network.parameters()),
+        )  # fmt: skip
+        (part / SETTINGS_FILE).write_text(settings.to_json(), encoding="utf-8")
+        _swap(part, final)
+    finally:
+        shutil.rmtree(part, ignore_errors=True)
+    return final
+
+
+def _network(flag: Any) -> tuple[Any, Pooling]:
+    """The transformers encoder inside a FlagEmbedding model, and the pooling of its dense vector."""
+    if type(flag).__name__ == "BGEM3FlagModel":
+        return flag.model.model, Pooling(flag.model.sentence_pooling_method)
+    if flag is not None and hasattr(flag, "pooling_method") and hasattr(flag, "model"):
+        return flag.model, Pooling(flag.pooling_method)
+    raise ExportError("only FlagEmbedding models can be exported")
+
+
+def _write_onnx(network: Any, tokenizer: Any, path: Path) -> None:
+    """The network from token ids and attention mask to its last hidden state, batch and length dynamic."""
+    try:
+        import onnx  # noqa: F401  (the TorchScript exporter needs it; say so before tracing)
+    except ImportError as error:
+        raise ExportError(EXPORT_HINT) from error
+    import torch
+
+    class Hidden(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.network = network
+
+        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+            return self.network(input_ids=input_ids, attention_mask=attention_mask, return_dict=True).last_hidden_state
+
+    device = next(network.parameters()).device
+    # A padded batch of two, so the trace keeps the attention mask's part in the graph.
+    example = tokenizer(["a question", "a longer question, traced with padding"], padding=True, return_tensors="pt")
+    inputs = (example["input_ids"].to(device), example["attention_mask"].to(device))
+    axes = {"input_ids": {0: "batch", 1: "tokens"}, "attention_mask": {0: "batch", 1: "tokens"}}
+    with _eager_attention(network), _quiet(), torch.no_grad(), _export_errors():
+        torch.onnx.export(
+            Hidden().eval(), inputs, str(path), dynamo=False, do_constant_folding=False, opset_version=OPSET,
+            input_names=["input_ids", "attention_mask"], output_names=["hidden"],
+            dynamic_axes={**axes, "hidden": {0: "batch", 1: "tokens"}},
+        )  # fmt: skip
+
+
+@contextlib.contextmanager
+def _export_errors() -> Iterator[None]:
+    """The tracer's and exporter's failures (an operator ONNX lacks, a model that does not trace) as ExportError:
+    the index itself is done, and search falls back to FlagEmbedding. A full or read-only disk stays an OSError."""
+    try:
+        yield
+    except OSError:
+        raise
+    except Exception as error:
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
+        raise ExportError(f"torch.onnx.export failed: {first}") from error
+
+
+@contextlib.contextmanager
+def _eager_attention(network: Any) -> Iterator[None]:
+    before = network.config._attn_implementation
+    network.set_attn_implementation("eager")
+    try:
+        yield
+    finally:
+        network.set_attn_implementation(before)
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """The tracer's warnings (Python conditions it fixes at trace time, all checked by the parity tests) stay off
+    unless ``vault2okf --verbose``."""
+    with warnings.catch_warnings():
+        if not verbose():
+            warnings.simplefilter("ignore")
+        yield
+
+
+def _swap(part: Path, final: Path) -> None:
+    """Put the finished folder in place: a reader sees the old encoder, briefly none, or the new one."""
+    old = final.with_name(f"{final.name}.old-{os.getpid()}")
+    if final.exists():
+        os.replace(final, old)
+    os.replace(part, final)
+    shutil.rmtree(old, ignore_errors=True)

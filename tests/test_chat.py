@@ -35,6 +35,7 @@ def test_two_questions_then_quit_through_a_terminal(bundle: Path) -> None:
         chat.expect(r"4 notes, \d+ chunks, ready in")
         chat.expect_exact("> ")
         chat.sendline("Who keeps the lighthouse?")
+        chat.expect(r"reading [123] notes: [^\n]*(Maren Voss|Cape Lighthouse)")  # before the answer starts
         chat.expect(r"[123] notes, \d+ tokens; search \d+ ms, answer [\d.]+ s \((\d+) prompt tokens\)")
         assert int(chat.match.group(1)) > 0  # the notes went into a real prompt
         chat.expect_exact("> ")

@@ -75,7 +75,8 @@ class ChatSession:
             self.out.write(token)
             self.out.flush()
 
-        result = ask(question, lambda q: self.retriever.search(q, self.spec), self.answerer, on_token=on_token)
+        result = ask(question, lambda q: self.retriever.search(q, self.spec), self.answerer, on_token=on_token,
+                     on_retrieved=self._reading)  # fmt: skip
         self.last = result
         if not streamed:
             self.out.write(result.answer.text)
@@ -98,6 +99,13 @@ class ChatSession:
             f"{retrieval.notes} notes, {retrieval.tokens} tokens; "
             f"search {t.get('embed_ms', 0.0) + t.get('retrieve_ms', 0.0):.0f} ms"
         )
+
+    def _reading(self, retrieval: Retrieval) -> None:
+        """The notes the answer will come from, on one line, as soon as retrieval ends (prompt processing takes
+        seconds on a CPU; the numbered list with the cited ones marked is /sources)."""
+        titles = list(dict.fromkeys(h.title for h in retrieval.hits))
+        shown = ", ".join(titles[:6]) + (f", … {len(titles) - 6} more" if len(titles) > 6 else "")
+        self._note(f"reading {len(titles)} notes: {shown}" if titles else "no note retrieved")
 
     def _sources(self) -> bool:
         if self.last is None:

@@ -17,11 +17,11 @@ VAULTS = ROOT.parent / "shared" / "vaults"
 SCRIPT = ROOT / "scripts" / "check_golden.py"
 SETS = sorted(p.stem for p in (ROOT / "golden").glob("*.jsonl"))
 # Vaults whose notes include numbered session notes get a temporal tier; the others must not have one.
-WITH_SESSIONS = {"thellade", "children-of-ash", "daggerheart"}
+WITH_SESSIONS = {"thellade", "children-of-ash", "daggerheart", "blades-of-vengeance"}
 
 
 def test_every_shared_vault_with_a_set_is_covered() -> None:
-    assert {"thellade", "children-of-ash", "nova-regna", "tasks-docs", "de-wiki", "daggerheart"} <= set(SETS)
+    assert set(SETS) == {p.name for p in VAULTS.iterdir() if p.is_dir()} or not VAULTS.is_dir()  # all seven
 
 
 @pytest.mark.parametrize("vault", SETS)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import time
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 
 MAX_TOKENS = 400
 MIN_TOKENS = 40
+OUT_OF_SPACE = 1 << 20  # free bytes under which a failed write is taken for a full disk
 BATCH_ENV = "VAULT2OKF_EMBED_BATCH"  # chunks embedded and stored per write (default 64)
 
 
@@ -111,14 +113,24 @@ def index_bundle(
         try:
             result = _index(bundle_dir, concepts, note_hashes, spec, chroma_path, chroma_url, progress, device, batch)
         except Exception as error:  # chromadb words a full disk its own way ("Error in compaction" ...)
-            if not is_disk_full(error):
+            where = Path(chroma_path) if chroma_path else default_chroma_path(bundle_dir)
+            if not is_disk_full(error) and not _out_of_space(where):
                 raise
             text = sum(len(title) + len(body) for _, title, body in concepts)
             need = 4 * text + (2 << 20)  # chunk texts, vectors, Chroma's own files and the saved table, about
-            where = Path(chroma_path) if chroma_path else default_chroma_path(bundle_dir)
             raise RetrieverError(disk_full_message(where, need, "this index")) from None
         notices = _question_encoder(bundle_dir, read_index_info(bundle_dir), device)
         return replace(result, seconds=_since(started), notices=notices)
+
+
+def _out_of_space(path: Path) -> bool:
+    """Whether the file system holding ``path`` is (nearly) full: chromadb sometimes reports a full disk with no
+    word of it ("Error in compaction: Failed to apply logs to the metadata segment")."""
+    place = next((p for p in (path, *path.parents) if p.exists()), path)
+    try:
+        return shutil.disk_usage(place).free < OUT_OF_SPACE
+    except OSError:
+        return False
 
 
 def _question_encoder(bundle_dir: Path | str, info: IndexInfo, device: str) -> tuple[str, ...]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import time
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
@@ -29,7 +28,7 @@ from retriever.lock import bundle_lock, check_no_stranded_index, holder
 from retriever.memory import ChunkTable, Lexical
 from retriever.okf import concept_texts
 from retriever.store import ChunkStore, chroma_fingerprint, collection_name, default_chroma_path, open_client
-from vault2okf.errors import disk_full_message, is_disk_full
+from vault2okf.errors import disk_full_message, free_space, is_disk_full
 
 if TYPE_CHECKING:
     from retriever.chunk import Chunk
@@ -126,11 +125,8 @@ def index_bundle(
 def _out_of_space(path: Path) -> bool:
     """Whether the file system holding ``path`` is (nearly) full: chromadb sometimes reports a full disk with no
     word of it ("Error in compaction: Failed to apply logs to the metadata segment")."""
-    place = next((p for p in (path, *path.parents) if p.exists()), path)
-    try:
-        return shutil.disk_usage(place).free < OUT_OF_SPACE
-    except OSError:
-        return False
+    free = free_space(path)
+    return free is not None and free < OUT_OF_SPACE
 
 
 def _question_encoder(bundle_dir: Path | str, info: IndexInfo, device: str) -> tuple[str, ...]:

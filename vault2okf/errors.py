@@ -25,13 +25,22 @@ def is_disk_full(error: BaseException) -> bool:
     return False
 
 
+def existing(path: Path) -> Path:
+    """``path``, or the nearest folder above it that exists: where its file system can be asked about it."""
+    return next((p for p in (path, *path.parents) if p.exists()), path)
+
+
+def free_space(path: Path) -> int | None:
+    """Free bytes on the file system that holds (or would hold) ``path``; None when it cannot be asked."""
+    try:
+        return shutil.disk_usage(existing(path)).free
+    except OSError:
+        return None
+
+
 def disk_full_message(path: Path, need: int, what: str) -> str:
     """One line: where the disk is full, how much is free there, about how much ``what`` needs."""
-    place = next((p for p in (path, *path.parents) if p.exists()), path)
-    try:
-        free = shutil.disk_usage(place).free
-    except OSError:
-        free = 0
+    free = free_space(path) or 0
     return (
         f"no space left on the device of {path} ({_size(free)} free): {what} needs about {_size(need)} there; "
         "free some space and run it again (nothing written before is lost)"

@@ -62,13 +62,11 @@ def _check_writable(out_dir: Path, *, default: bool) -> None:
     """The report folder can be written (it, or the nearest folder above it that exists): said before any work."""
     import os
 
-    from vault2okf.errors import Vault2OkfError
+    from vault2okf.errors import Vault2OkfError, existing
 
     if out_dir.exists() and not out_dir.is_dir():
         raise Vault2OkfError(f"--out {out_dir} is a file: give a folder for the reports")
-    where = out_dir
-    while not where.exists() and where.parent != where:
-        where = where.parent
+    where = existing(out_dir)
     if where.is_dir() and os.access(where, os.W_OK):
         return
 

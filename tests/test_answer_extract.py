@@ -11,6 +11,7 @@ import re
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -231,7 +232,8 @@ def test_ask_llm_extract_through_the_cli(bundle: Path) -> None:
     assert as_json.returncode == 0, as_json.stderr
     data = json.loads(as_json.stdout)
     assert data["model"] == "extract" and data["not_found"] is False
-    assert [c["ref"] for c in data["citations"]] == ["People/Maren Voss#Trade", "People/Maren Voss"]
+    # one quote per note: the note's second matching passage (its opening text) is not quoted again
+    assert [c["ref"] for c in data["citations"]] == ["People/Maren Voss#Trade"]
     timings = data["timings_ms"]  # first_token counts from the process's start: imports, index, retrieval
     assert timings["first_token"] > timings["embed_ms"] + timings["retrieve_ms"] + timings["answer_ms"]
 
@@ -330,3 +332,23 @@ def test_every_citation_of_every_golden_question_points_into_its_context(golden:
             assert f'"{quote["text"]}"' in answer.text
         answered += not answer.not_found
     assert answered >= 30  # the checks ran on real quotes (every question, at threshold 0), not only on refusals
+
+
+@dataclass(frozen=True)
+class _Ranked:
+    note_id: str
+    text: str
+    bm25: float
+    score: float
+    raw: float
+
+
+def test_one_quote_per_note_takes_each_notes_best_passage() -> None:
+    from retriever.answer.extract import Support, choose
+
+    ranked = [_Ranked("a", "a1", 1.0, 1.0, 9.0), _Ranked("a", "a2", 0.9, 0.9, 8.0), _Ranked("b", "b1", 0.8, 0.8, 7.0),
+              _Ranked("c", "c1", 0.7, 0.7, 6.0), _Ranked("d", "d1", 0.1, 0.1, 1.0)]  # fmt: skip
+    assert [r.text for r in choose(ranked, 0.0, Support.RAW, per_note=False)] == ["a1", "a2", "b1"]
+    assert [r.text for r in choose(ranked, 0.0, Support.RAW, per_note=True)] == ["a1", "b1", "c1"]
+    assert [r.text for r in choose(ranked, 6.5, Support.RAW, per_note=True)] == ["a1", "b1"]  # c1 under it
+    assert choose(ranked, 9.5, Support.RAW, per_note=True) == []  # the best under the threshold: refuse

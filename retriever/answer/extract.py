@@ -12,9 +12,10 @@ share: 1.0 is one occurrence of every question word in a passage of average leng
 rank)` for the place of its note in the search. The answer's support is the best passage's share or its raw
 BM25 (`Support`); below `threshold` the answer is the one not-found reply (`refusal.not_found`). With `typed`, a
 `how much / how many / how long / how old / what year` question quotes only passages that name a number.
-Passages within `RATIO` of the best (and at the threshold or above) join it, three at most. The support
-measure, `typed`, `rank_weight` and `threshold` were chosen leaving one vault out on the six golden sets by
-`scripts/select_extract.py` (`reports/extract-threshold.md`).
+Passages within `RATIO` of the best (and at the threshold or above) join it, three at most; with `per_note`, one
+passage per note (its best), so that the three quotes point a reader to three places instead of three sentences of
+one section. The support measure, `typed`, `per_note`, `rank_weight` and `threshold` were chosen leaving one vault
+out on the seven golden sets by `scripts/select_extract.py` (`reports/extract-threshold.md`).
 """
 
 from __future__ import annotations
@@ -38,11 +39,12 @@ from retriever.answer.prompt import poses_as_answer
 from retriever.answer.refusal import NOT_FOUND, fold, not_found
 
 MODEL = "extract"
-# Chosen on all six golden sets, objective `balanced`, after the held-out report (reports/extract-threshold.md):
+# Chosen on all seven golden sets, objective `balanced`, after the held-out report (reports/extract-threshold.md):
 SUPPORT = "raw"  # what the threshold is compared with (`Support`)
 THRESHOLD = 5.4
 TYPED = True  # a quantity question quotes only passages naming a number
 RANK_WEIGHT = 0.0
+PER_NOTE = True  # one quote per note (`choose`)
 RATIO = 0.5  # a passage joins the best one when it scores at least this share of it (fixed, not tuned)
 MAX_QUOTES = 3
 K1, B = 1.2, 0.75  # BM25's usual constants
@@ -107,6 +109,10 @@ class Scored:
         return self.passage.text
 
     @property
+    def note_id(self) -> str:
+        return self.passage.note.note_id
+
+    @property
     def quantity(self) -> bool:
         """The passage names a number (in digits or words)."""
         return _NUMBER.search(self.passage.text) is not None
@@ -122,6 +128,8 @@ class Ranked(Protocol):
 
     @property
     def text(self) -> str: ...
+    @property
+    def note_id(self) -> str: ...
     @property
     def bm25(self) -> float: ...
     @property
@@ -268,9 +276,12 @@ def score(question: str, candidates: Sequence[Passage], *, rank_weight: float = 
     return sorted(scored, key=lambda s: -s.score)
 
 
-def choose(ranked: Sequence[R], threshold: float, support: Support = Support.SHARE) -> list[R]:
+def choose(
+    ranked: Sequence[R], threshold: float, support: Support = Support.SHARE, *, per_note: bool = PER_NOTE
+) -> list[R]:
     """The best passage and those within `RATIO` of it, three at most, each with `support` at `threshold` or
-    more; [] (refuse) when the best one has less. A passage sharing no word with the question never counts."""
+    more (with `per_note`, only a note's best passage); [] (refuse) when the best one has less. A passage sharing
+    no word with the question never counts."""
     measure = _SUPPORT[support]
     ranked = [s for s in ranked if measure(s) > 0]
     if not ranked or measure(ranked[0]) < threshold:
@@ -279,6 +290,8 @@ def choose(ranked: Sequence[R], threshold: float, support: Support = Support.SHA
     for s in ranked:
         if len(chosen) == MAX_QUOTES or s.score < RATIO * ranked[0].score:
             break
+        if per_note and any(s.note_id == c.note_id for c in chosen):
+            continue
         if measure(s) >= threshold and all(s.text != c.text for c in chosen):
             chosen.append(s)
     return chosen
@@ -297,8 +310,10 @@ class ExtractAnswerer:
         rank_weight: float = RANK_WEIGHT,
         typed: bool = TYPED,
         support: str = SUPPORT,
+        per_note: bool = PER_NOTE,
     ) -> None:
         self.threshold, self.rank_weight, self.typed, self.support = threshold, rank_weight, typed, Support(support)
+        self.per_note = per_note
 
     def rank(self, question: str, notes: Sequence[ContextNote]) -> list[Scored]:
         """Every passage of the context scored against the question, best first; with `typed`, a quantity
@@ -310,7 +325,7 @@ class ExtractAnswerer:
     def answer(self, question: str, notes: Sequence[ContextNote], *, on_token: OnToken = None) -> Answer:
         start = time.perf_counter()
         ranked = self.rank(question, notes)
-        chosen = choose(ranked, self.threshold, self.support)
+        chosen = choose(ranked, self.threshold, self.support, per_note=self.per_note)
         citations = tuple(dict.fromkeys(s.passage.citation for s in chosen))
         lines = [f'{s.passage.citation.label}: "{s.passage.text}" [{citations.index(s.passage.citation) + 1}]'
                  for s in chosen]  # fmt: skip

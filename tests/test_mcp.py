@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -62,7 +63,8 @@ def test_a_client_lists_searches_reads_follows_and_queries(bundle: Path, tmp_pat
 
     async def body(client: Any) -> None:
         tools = {t.name: t for t in (await client.list_tools()).tools}
-        assert set(tools) == {"search", "read_note", "neighbours", "sql", "schema", "link_health", "list_bundles"}
+        assert set(tools) == {"search", "read_note", "neighbours", "sql", "schema", "quote", "link_health",
+                              "list_bundles"}  # fmt: skip
         assert tools["search"].input_schema["required"] == ["query"]
         assert tools["sql"].annotations.read_only_hint is True
 
@@ -75,6 +77,16 @@ def test_a_client_lists_searches_reads_follows_and_queries(bundle: Path, tmp_pat
 
         note = payload(await client.call_tool("read_note", {"id": "NPCs/Vann Solis"}))
         assert note["type"] == "NPC" and "Commander" in note["text"]
+
+        # quote: the extractive answer behind a tool; each quote verbatim in the note it names, as the search reads
+        # it (a markdown link as its label)
+        quoted = payload(await client.call_tool("quote", {"question": "What is Vann Solis's role in the Ashfall PMC?"}))
+        assert quoted["not_found"] is False and 1 <= len(quoted["quotes"]) <= 3
+        for q in quoted["quotes"]:
+            text = payload(await client.call_tool("read_note", {"id": q["id"]}))["text"]
+            assert q["quote"] and q["quote"] in re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text), q
+        nothing = payload(await client.call_tool("quote", {"question": "Zorblax umbral tesseract?"}))
+        assert nothing["not_found"] is True and nothing["quotes"] == []
 
         near = payload(await client.call_tool("neighbours", {"id": "NPCs/Vann Solis"}))
         assert "Factions/PMC/Ashfall" in [n["id"] for n in near["out_links"]]

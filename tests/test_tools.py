@@ -286,7 +286,7 @@ def test_call_turns_every_mistake_into_error_text(tools: BundleTools) -> None:
         assert result.is_error and result.text.startswith("Error: ") and says in result.text, result.text
     ok = tools.call("sql", {"query": "SELECT 1 AS one"})
     assert not ok.is_error and json.loads(ok.text)["rows"] == [[1]] and ok.ms >= 0
-    assert set(TOOL_SPECS) == {"search", "read_note", "neighbours", "sql", "schema"}
+    assert set(TOOL_SPECS) == {"search", "read_note", "neighbours", "sql", "schema"}  # `quote` is for clients only
 
 
 def test_search_without_an_index_says_how_to_make_one(tools: BundleTools) -> None:

@@ -8,17 +8,22 @@ from typing import Any
 
 from retriever.agent.tools.declare import Tool, declare
 from retriever.agent.tools.neighbours import neighbours
+from retriever.agent.tools.quote import quote
 from retriever.agent.tools.read_note import read_note
 from retriever.agent.tools.schema import schema
 from retriever.agent.tools.search import search
 from retriever.agent.tools.sql import sql
 
 TOOLS: dict[str, Tool] = {
-    tool.name: tool for tool in (declare(fn) for fn in (search, read_note, neighbours, sql, schema))
+    tool.name: tool for tool in (declare(fn) for fn in (search, read_note, neighbours, sql, schema, quote))
 }
-# What each tool takes, in JSON Schema: the agent loop describes the tools from this.
+# Served to a client (`vault2okf mcp`), not offered to our own agent loop: the loop is the model answering itself.
+CLIENT_ONLY = frozenset({"quote"})
+# What each tool the agent loop may call takes, in JSON Schema: the loop describes the tools from this.
 TOOL_SPECS: dict[str, dict[str, Any]] = {
-    name: {"description": tool.description, "parameters": tool.parameters} for name, tool in TOOLS.items()
+    name: {"description": tool.description, "parameters": tool.parameters}
+    for name, tool in TOOLS.items()
+    if name not in CLIENT_ONLY
 }
 
 

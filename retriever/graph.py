@@ -50,12 +50,18 @@ class NoteGraph:
 
     def adjacent_sessions(self, note_id: str) -> list[str]:
         """The previous and next session note in the same folder, by session date then number."""
+        series = self.series_of(note_id)
+        if not series:
+            return []
+        i = series.index(note_id)
+        return [n for n in series[max(i - 1, 0) : i + 2] if n != note_id]
+
+    def series_of(self, note_id: str) -> list[str]:
+        """The session notes of the note's folder in session order (its series); empty for a note that is no session."""
         concept = self.concepts.get(note_id)
         if concept is None or concept.session_key is None:
             return []
-        series = self._session_series[posixpath.dirname(concept.vault_path)]
-        i = series.index(note_id)
-        return [n for n in series[max(i - 1, 0) : i + 2] if n != note_id]
+        return self._session_series[posixpath.dirname(concept.vault_path)]
 
     @cached_property
     def _session_series(self) -> dict[str, list[str]]:

@@ -27,7 +27,8 @@ from retriever.graph import NoteGraph
 from retriever.store import ChunkHit, ChunkStore
 
 TABLE_FORMAT = 1  # the layout of a saved table; another number is not read
-LEXICAL_FORMAT = 1  # the layout of a saved pair of BM25 indexes (`Lexical.save`)
+LEXICAL_FORMAT = 1  # the layout of a saved set of BM25 indexes (`Lexical.save`)
+_KINDS = ("chunks", "notes", "chunk_pairs", "note_pairs")  # the indexes a saved file holds (its arrays' prefixes)
 
 _WORD = re.compile(r"\w\w+")
 _STOP = frozenset(
@@ -156,12 +157,22 @@ def words(text: str) -> list[str]:
     return [w for w in _WORD.findall(text.lower()) if w not in _STOP]
 
 
+def pairs(found: list[str]) -> list[str]:
+    """Each two adjacent ``words`` as one phrase term ("iron crown"; a space never occurs inside a word)."""
+    return [f"{a} {b}" for a, b in zip(found, found[1:], strict=False)]
+
+
 class Lexical:
     """BM25 over notes (title + aliases + chunk texts) and over chunks, each built on first use.
 
-    With ``saved`` (``lexical-COLLECTION.npz``, written by `index` beside the table: ``save``), both come from
-    that file while it was made from this table (the same Chroma fingerprint and chunk count) and, for the
-    notes, from the same titles and aliases; else they are built here, as before.
+    ``phrases`` adds the question's adjacent word pairs as terms, scored by a second BM25 over each document's
+    adjacent word pairs (``note_pairs``, ``chunk_pairs``): a note holding the question's two words side by side, as
+    a phrase, scores more than one holding them apart.
+
+    With ``saved`` (``lexical-COLLECTION.npz``, written by `index` beside the table: ``save``), the indexes come
+    from that file while it was made from this table (the same Chroma fingerprint and chunk count) and, for the
+    notes, from the same titles and aliases; else they are built here, as before. A file from before the pair
+    indexes gives the other two (and is ``stale``).
     """
 
     def __init__(self, table: ChunkTable, graph: NoteGraph, saved: Path | None = None) -> None:
@@ -180,8 +191,10 @@ class Lexical:
                 meta = json.loads(bytes(data["meta"]).decode())
                 if meta.get("format") != LEXICAL_FORMAT or meta.get("table") != self._table_key:
                     return {}
-                kinds = ["chunks"] + (["notes"] if meta.get("notes") == self._notes_key else [])
-                return {kind: Bm25.from_arrays(data, kind) for kind in kinds}
+                kinds = ["chunks", "chunk_pairs"] + (
+                    ["notes", "note_pairs"] if meta.get("notes") == self._notes_key else []
+                )
+                return {kind: Bm25.from_arrays(data, kind) for kind in kinds if f"{kind}_data" in data.files}
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):  # missing or damaged: build instead
             return {}
 
@@ -201,18 +214,13 @@ class Lexical:
     @property
     def stale(self) -> bool:
         """Whether ``saved`` lacks an index this table could have loaded (so a save would help)."""
-        return self.saved is not None and self.table.stamp is not None and len(self._from_file) < 2
+        return self.saved is not None and self.table.stamp is not None and len(self._from_file) < len(_KINDS)
 
     @cached_property
     def notes(self) -> Bm25:
         if "notes" in self._from_file:
             return self._from_file["notes"]
-        note_docs = []
-        for note in self.note_ids:
-            c = self.graph.concepts.get(note)
-            head = f"{c.title} {' '.join(c.aliases)} " if c else ""
-            note_docs.append(words(head * 2 + " ".join(self.table.texts[r] for r in self.table.rows_of[note])))
-        return Bm25.build(note_docs)
+        return Bm25.build(self._note_words())
 
     @cached_property
     def chunks(self) -> Bm25:
@@ -220,25 +228,52 @@ class Lexical:
             return self._from_file["chunks"]
         return Bm25.build([words(t) for t in self.table.texts])
 
-    def note_scores(self, question: str) -> dict[str, float]:
+    @cached_property
+    def note_pairs(self) -> Bm25:
+        if "note_pairs" in self._from_file:
+            return self._from_file["note_pairs"]
+        return Bm25.build([pairs(found) for found in self._note_words()])
+
+    @cached_property
+    def chunk_pairs(self) -> Bm25:
+        if "chunk_pairs" in self._from_file:
+            return self._from_file["chunk_pairs"]
+        return Bm25.build([pairs(words(t)) for t in self.table.texts])
+
+    def _note_words(self) -> list[list[str]]:
+        """Each note's words: its title and aliases (twice: names are what a question most often shares), then its
+        chunk texts."""
+        docs = []
+        for note in self.note_ids:
+            c = self.graph.concepts.get(note)
+            head = f"{c.title} {' '.join(c.aliases)} " if c else ""
+            docs.append(words(head * 2 + " ".join(self.table.texts[r] for r in self.table.rows_of[note])))
+        return docs
+
+    def note_scores(self, question: str, *, phrases: bool = False) -> dict[str, float]:
         q = words(question)
         scores = self.notes.get_scores(q) if q else np.zeros(len(self.note_ids))
+        if phrases and len(q) > 1:
+            scores = scores + self.note_pairs.get_scores(pairs(q))
         return {n: float(scores[i]) for i, n in enumerate(self.note_ids)}
 
-    def chunk_scores(self, question: str) -> np.ndarray:
+    def chunk_scores(self, question: str, *, phrases: bool = False) -> np.ndarray:
         q = words(question)
-        return self.chunks.get_scores(q) if q else np.zeros(len(self.table.texts), dtype=np.float32)
+        scores = self.chunks.get_scores(q) if q else np.zeros(len(self.table.texts), dtype=np.float32)
+        if phrases and len(q) > 1:
+            scores = scores + self.chunk_pairs.get_scores(pairs(q))
+        return scores
 
     def save(self, path: Path) -> None:
-        """Write both indexes to ``path``, stamped with the table's and the notes' keys, atomically (a reader, or a
-        run killed here, sees the old file or the new one). A table read from Chroma has no stamp: nothing is
+        """Write the four indexes to ``path``, stamped with the table's and the notes' keys, atomically (a reader,
+        or a run killed here, sees the old file or the new one). A table read from Chroma has no stamp: nothing is
         written."""
         if self.table.stamp is None:
             return
         meta = {"format": LEXICAL_FORMAT, "table": self._table_key, "notes": self._notes_key}
         arrays = {"meta": _blob([json.dumps(meta, sort_keys=True)])[0]}
-        for kind, index in (("chunks", self.chunks), ("notes", self.notes)):
-            arrays.update(index.arrays(kind))
+        for kind in _KINDS:
+            arrays.update(getattr(self, kind).arrays(kind))
         save_npz(path, arrays)
 
 

@@ -3,7 +3,9 @@ capped hop adding only what vector missed). Every mode returns notes with score,
 
 The hop walks links in both directions (out-links and backlinks) one step from the seeds, plus (unless turned
 off) the previous and next session of a retrieved session note, ranks those candidates with a neighbour ranker
-and stops at a context budget (notes and tokens), so methods can be compared at equal budgets.
+and stops at a context budget (notes and tokens), so methods can be compared at equal budgets. With ``threads``
+the sessions that carry a retrieved session's story thread on (``retriever.threads``) come first in the hop, in
+session order, within the same budget.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from retriever.memory import ChunkTable, ContextVectors, Lexical
 from retriever.mentions import NameIndex, SessionMentions
 from retriever.rankers import RANKERS, HopInput, order, rrf
 from retriever.store import ChunkHit, ChunkStore
+from retriever.threads import SessionThreads, Terms
 
 GRAPH_SEEDS = 5
 _CONTEXT_RANKERS = frozenset({"context", "rrf", "rrf-lex"})
@@ -82,10 +85,13 @@ class SearchSpec:
 
     The vector stage (``mode``, ``k`` chunks, ``seeds``), the hop (``ranker``, ``sessions``: offer the previous and
     next session of a retrieved session note; ``mentions``: offer the sessions that name or link a seed, or a note
-    the question names; ``named``: offer the notes the question names by title or alias) and the ``budget`` that
-    caps the hop. ``dedup`` makes the vector stage take the k best *notes* (each by its best chunk) instead of the
-    k best chunks, so one long note cannot fill several of k's slots. Strings are accepted for the enums; a value
-    outside their sets, or an unknown ranker, is a ``RetrieverError``.
+    the question names; ``named``: offer the notes the question names by title or alias; ``threads``: first offer,
+    in session order, the sessions of a retrieved session's series that share the question's specific terms or
+    named notes, ``retriever.threads``) and the ``budget`` that caps the hop. ``dedup`` makes the vector stage take
+    the k best *notes* (each by its best chunk) instead of the k best chunks, so one long note cannot fill several
+    of k's slots. ``phrases`` lets the question's adjacent word pairs score as phrases in every BM25 (hybrid seeds,
+    the lexical rankers). Strings are accepted for the enums; a value outside their sets, or an unknown ranker,
+    is a ``RetrieverError``.
     """
 
     mode: Mode = Mode.UNION
@@ -97,6 +103,8 @@ class SearchSpec:
     mentions: bool = False
     named: bool = False
     dedup: bool = False
+    threads: bool = False
+    phrases: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mode", _member(Mode, self.mode, "mode"))
@@ -225,16 +233,26 @@ class Retriever:
 
     @cached_property
     def session_mentions(self) -> SessionMentions:
-        texts = {note: [self.table.texts[r] for r in rows] for note, rows in self.table.rows_of.items()}
-        return SessionMentions.build(self.graph, self.names, texts)
+        return SessionMentions.build(self.graph, self.names, self._note_texts())
+
+    @cached_property
+    def session_threads(self) -> SessionThreads:
+        return SessionThreads.build(self.graph, self.session_mentions, self._note_texts())
+
+    def _note_texts(self) -> dict[str, list[str]]:
+        return {note: [self.table.texts[r] for r in rows] for note, rows in self.table.rows_of.items()}
 
     def prepare(self, spec: SearchSpec | None = None) -> None:
         """Build the in-memory indexes a search needs now, so query timings hold only the query."""
         spec = spec or SearchSpec()
         if spec.mode is not Mode.VECTOR and spec.ranker in _LEXICAL_RANKERS:
             _ = self.lexical.notes
+            if spec.phrases:
+                _ = self.lexical.note_pairs
         if spec.seeds is Seeds.HYBRID:
             _ = self.lexical.chunks
+            if spec.phrases:
+                _ = self.lexical.chunk_pairs
         if self.lexical_file is not None and "lexical" in self.__dict__ and self.lexical.stale:
             with contextlib.suppress(OSError):  # missing or stale (an older index, aliases edited): save it now
                 self.lexical.save(self.lexical_file)
@@ -244,6 +262,8 @@ class Retriever:
             _ = self.session_mentions
         if spec.mode is not Mode.VECTOR and spec.named:
             _ = self.names
+        if spec.mode is not Mode.VECTOR and spec.threads:
+            _ = self.session_threads
 
     def embed(self, question: str) -> np.ndarray:
         return np.asarray(self.embedder.embed_query(question), dtype=np.float32)
@@ -261,7 +281,7 @@ class Retriever:
         t = time.perf_counter()
         match = spec.budget.match if spec.mode is not Mode.VECTOR else None
         dense = self.table.nearest(qvec, max(_dense_k(spec.vector_k, spec.seeds, spec.dedup), match or 0))
-        found = self._vector(question, dense, spec.vector_k, spec.seeds, dedup=spec.dedup)
+        found = self._vector(question, dense, spec)
         first = _fit(found, spec.budget)
         timings["vector_ms"] = _ms(t)
         hits = first
@@ -273,20 +293,22 @@ class Retriever:
         ranker = None if spec.mode is Mode.VECTOR else spec.ranker
         return Retrieval(tuple(hits), spec.mode, spec.k, ranker, timings, left_out=len(found) - len(first))
 
-    def _vector(self, question: str, dense: list[ChunkHit], k: int, seeds: Seeds, *, dedup: bool = False) -> list[Hit]:
+    def _vector(self, question: str, dense: list[ChunkHit], spec: SearchSpec) -> list[Hit]:
         """The vector stage's notes, from ``dense``: the nearest chunks, at least ``_dense_k`` of them, best first."""
-        wide = k * 3 if dedup else k  # enough chunks to find k distinct notes
-        chunks = self._hybrid(question, dense[: k * 3], wide) if seeds is Seeds.HYBRID else dense[:wide]
-        if dedup:
+        k = spec.vector_k
+        wide = k * 3 if spec.dedup else k  # enough chunks to find k distinct notes
+        hybrid = spec.seeds is Seeds.HYBRID
+        chunks = self._hybrid(question, dense[: k * 3], wide, spec.phrases) if hybrid else dense[:wide]
+        if spec.dedup:
             chunks = _best_per_note(chunks, k)
         by_note: dict[str, list[ChunkHit]] = {}
         for chunk in chunks:
             by_note.setdefault(chunk.note_id, []).append(chunk)
         return [self._hit(note, group) for note, group in by_note.items()]
 
-    def _hybrid(self, question: str, wide: list[ChunkHit], k: int) -> list[ChunkHit]:
+    def _hybrid(self, question: str, wide: list[ChunkHit], k: int, phrases: bool) -> list[ChunkHit]:
         """The 3k nearest chunks and the 3k best BM25 chunks, fused by reciprocal rank; the top k."""
-        lex = self.lexical.chunk_scores(question)
+        lex = self.lexical.chunk_scores(question, phrases=phrases)
         top_lex = [int(i) for i in np.argsort(-lex, kind="stable")[: k * 3] if lex[i] > 0]
         fused = rrf([c.chunk_id for c in wide], [self.table.ids[row] for row in top_lex])
         known = {c.chunk_id: c for c in wide}
@@ -327,22 +349,24 @@ class Retriever:
         seeds = {h.note_id: h.score for h in first}
         neighbours = {n for s in seeds for n in self.graph.neighbours.get(s, {})}
         sessions = {n for s in seeds for n in self.graph.adjacent_sessions(s)} if spec.sessions else set()
-        named = set(self.names.find(question)) if spec.named or spec.mentions else set()
+        named = set(self.names.find(question)) if spec.named or spec.mentions or spec.threads else set()
         if spec.mentions:
             entities = [s for s in seeds if self.graph.concepts.get(s) and self.graph.concepts[s].session_key is None]
             sessions |= set(self.session_mentions.sessions_naming([*entities, *sorted(named)]))
+        thread = self.session_threads.follow(Terms.of(question, named), seeds) if spec.threads else []
         if not spec.named:
             named = set()
-        candidates = sorted((neighbours | sessions | named) - set(seeds))
+        candidates = sorted((neighbours | sessions | named | set(thread)) - set(seeds))
         if not candidates:
             return []
         inp = HopInput(
             question, qvec, seeds, self.graph, self.table,
             self.contexts if spec.ranker in _CONTEXT_RANKERS else None,
-            lambda: self.lexical.note_scores(question),
+            lambda: self.lexical.note_scores(question, phrases=spec.phrases),
         )  # fmt: skip
         scores = RANKERS[spec.ranker](inp, candidates)
-        return self._fill(qvec, order(scores), scores, budget, len(first), sum(h.tokens for h in first))
+        ranked = [*thread, *(n for n in order(scores) if n not in thread)]  # the thread first, in session order
+        return self._fill(qvec, ranked, scores, budget, len(first), sum(h.tokens for h in first))
 
     def _fill(
         self, qvec: np.ndarray, ranked: list[str], scores: dict[str, float], budget: Budget, notes: int, tokens: int

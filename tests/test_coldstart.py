@@ -121,10 +121,25 @@ def test_saved_indexes_load_and_score_the_same(tmp_path: Path) -> None:
     built = Lexical(_table(), _graph())
     built.save(path)
     loaded = Lexical(_table(), _graph(), path)
-    assert set(loaded._from_file) == {"chunks", "notes"} and not loaded.stale
+    assert set(loaded._from_file) == {"chunks", "notes", "chunk_pairs", "note_pairs"} and not loaded.stale
     for question in ("who keeps the lighthouse", "the keeper", "bell of Greywater", "of the"):
-        assert np.array_equal(loaded.chunk_scores(question), built.chunk_scores(question))
-        assert loaded.note_scores(question) == built.note_scores(question)
+        for phrases in (False, True):
+            assert np.array_equal(
+                loaded.chunk_scores(question, phrases=phrases), built.chunk_scores(question, phrases=phrases)
+            )
+            assert loaded.note_scores(question, phrases=phrases) == built.note_scores(question, phrases=phrases)
+
+
+def test_a_saved_index_without_the_pair_indexes_gives_the_others_and_is_stale(tmp_path: Path) -> None:
+    path = tmp_path / "lexical-c.npz"
+    Lexical(_table(), _graph()).save(path)
+    with np.load(path) as data:  # a file written before the pair indexes
+        np.savez(path, **{k: data[k] for k in data.files if "_pairs_" not in k})
+    old = Lexical(_table(), _graph(), path)
+    assert set(old._from_file) == {"chunks", "notes"} and old.stale
+    assert old.note_scores("keeps the lighthouse", phrases=True) == Lexical(_table(), _graph()).note_scores(
+        "keeps the lighthouse", phrases=True
+    )
 
 
 def test_a_saved_index_of_another_table_or_other_aliases_is_not_used(tmp_path: Path) -> None:
@@ -133,7 +148,7 @@ def test_a_saved_index_of_another_table_or_other_aliases_is_not_used(tmp_path: P
     other_table = Lexical(_table("chroma-id:8:3"), _graph(), path)  # Chroma changed since: nothing is loaded
     assert other_table._from_file == {} and other_table.stale
     renamed = Lexical(_table(), _graph(alias="the warden"), path)  # convert changed an alias: the notes are rebuilt
-    assert set(renamed._from_file) == {"chunks"} and renamed.stale
+    assert set(renamed._from_file) == {"chunks", "chunk_pairs"} and renamed.stale
     assert renamed.note_scores("the warden")["People/Maren Voss"] > 0
     assert Lexical(_table(), _graph(), path).note_scores("the warden")["People/Maren Voss"] == 0
     unstamped = Lexical(_table(stamp=None), _graph(), path)  # a table read from Chroma: no stamp to match

@@ -47,6 +47,10 @@ def search_options(command: Callable[..., None]) -> Callable[..., None]:
         ("mentions", bool, typer.Option(
             D.mentions, "--mentions/--no-mentions", help="Offer the sessions that name or link a retrieved note.")),
         ("named", bool, typer.Option(D.named, "--named/--no-named", help="Offer the notes the question names.")),
+        ("threads", bool, typer.Option(D.threads, "--threads/--no-threads",
+            help="First offer the sessions of a retrieved session's series that share the question's rare terms.")),
+        ("phrases", bool, typer.Option(
+            D.phrases, "--phrases/--no-phrases", help="BM25 scores the question's adjacent words as phrases too.")),
     )  # fmt: skip
 
     def spec(values: dict[str, Any]) -> SearchSpec:

@@ -1,0 +1,101 @@
+"""Story threads across sessions: from the session notes a question reaches, the other sessions of the same series
+that share the question's specific terms or the notes it names, in session order.
+
+A story thread with no note of its own (a heist, a ritual told over three sessions) is described only in the
+session notes, and is often named with a common word that many titles share, so the seeds go to the notes with
+that word in their title and reach one of its sessions at best. Within one series (the session notes of a folder,
+``NoteGraph.series_of``) the same word is rare, so it can lead from the session reached to the others.
+
+The terms of a question: its words (``memory.words``), each pair of adjacent words (a *phrase*: a session holds
+it only where the same two words are adjacent there too) and the notes it names (``NameIndex``) where a session
+names or links them (``SessionMentions``). A term is *specific* to a series when at most half of its sessions
+hold it, where its IDF (Robertson and Sparck Jones', within the series) is positive, so a series of three or four
+sessions has none that two of them share; and it leads on only when a session the question reached holds it: the
+step follows a thread out of the sessions reached, it does not search every session. Each other session of the
+series scores the IDF of the specific terms it shares; the ``THREAD_MAX`` best are offered in session order.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from retriever.graph import NoteGraph
+from retriever.memory import pairs, words
+from retriever.mentions import SessionMentions
+
+THREAD_MAX = 3  # a thread told over three or four sessions: the one reached and three more
+
+
+@dataclass(frozen=True)
+class Terms:
+    """What a session (or a question) can share: words, adjacent word pairs, notes named or linked."""
+
+    words: frozenset[str]
+    pairs: frozenset[str]
+    notes: frozenset[str]
+
+    @classmethod
+    def of(cls, text: str, notes: Iterable[str] = ()) -> Terms:
+        found = words(text)
+        return cls(frozenset(found), frozenset(pairs(found)), frozenset(notes))
+
+    def kinds(self) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+        return self.words, self.pairs, self.notes
+
+
+@dataclass
+class SessionThreads:
+    """Every session note's terms, to follow a question's thread through its series."""
+
+    graph: NoteGraph
+    terms: dict[str, Terms]  # session id -> its terms
+
+    @classmethod
+    def build(cls, graph: NoteGraph, mentions: SessionMentions, texts: Mapping[str, Iterable[str]]) -> SessionThreads:
+        """``texts``: note id -> its chunk texts; only session notes are read."""
+        named: dict[str, list[str]] = defaultdict(list)
+        for note, sessions in mentions.sessions_of.items():
+            for session in sessions:
+                named[session].append(note)
+        terms = {
+            c.id: Terms.of("\n".join(texts.get(c.id, ())), named.get(c.id, ()))
+            for c in graph.concepts.values()
+            if c.session_key is not None
+        }
+        return cls(graph, terms)
+
+    def follow(self, question: Terms, reached: Iterable[str]) -> list[str]:
+        """The sessions that carry on the question's thread from the ``reached`` sessions, in session order."""
+        reached = [s for s in reached if s in self.terms]
+        scores: dict[str, float] = {}
+        for series in {tuple(self.graph.series_of(s)) for s in reached}:
+            for session, score in self._shared(question, list(series), set(reached)).items():
+                scores[session] = scores.get(session, 0.0) + score
+        best = sorted(scores, key=lambda s: (-scores[s], self._place(s)))[:THREAD_MAX]
+        return sorted(best, key=self._place)
+
+    def _shared(self, question: Terms, series: list[str], reached: set[str]) -> dict[str, float]:
+        """Each unreached session of ``series`` -> the IDF of the specific terms it shares with the question."""
+        scores: dict[str, float] = defaultdict(float)
+        for kind, asked in enumerate(question.kinds()):
+            for term in sorted(asked):
+                holders = [s for s in series if term in self.terms[s].kinds()[kind]]
+                idf = _idf(len(series), len(holders))
+                if idf <= 0 or not reached.intersection(holders):
+                    continue
+                for session in holders:
+                    if session not in reached:
+                        scores[session] += idf
+        return dict(scores)
+
+    def _place(self, session: str) -> tuple[tuple[str, int], str]:
+        key = self.graph.concepts[session].session_key
+        return (key or ("", -1), session)
+
+
+def _idf(n: int, df: int) -> float:
+    """Robertson and Sparck Jones' IDF of a term ``df`` of ``n`` documents hold: positive below half of them."""
+    return math.log((n - df + 0.5) / (df + 0.5))

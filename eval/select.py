@@ -29,7 +29,8 @@ class Candidate:
     @property
     def extras(self) -> int:
         """How many options are switched away from the plain union (for tie-breaks: simpler wins)."""
-        plain = {"seeds": "dense", "mentions": False, "named": False, "dedup": False, "sessions": True}
+        plain = {"seeds": "dense", "mentions": False, "named": False, "dedup": False, "sessions": True,
+                 "threads": False, "phrases": False}  # fmt: skip
         return sum(1 for key, value in plain.items() if self.options.get(key, value) != value)
 
 

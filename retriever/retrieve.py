@@ -129,8 +129,9 @@ def _member(enum: type[StrEnum], value: object, what: str) -> Any:
 
 
 DEFAULT_SPEC = SearchSpec(
-    Mode.UNION, 10, Seeds.HYBRID, DEFAULT_RANKER, True, Budget(notes=15, tokens=6000, match=15), dedup=True
-)
+    Mode.UNION, 10, Seeds.HYBRID, DEFAULT_RANKER, True, Budget(notes=15, tokens=6000, match=15),
+    dedup=True, phrases=True,
+)  # fmt: skip
 """What ``search``, ``ask``, ``chat`` and the tools do with no options: chosen blind, leave one vault out, by
 ``scripts/select_default.py`` (reports/ranker-selection.md). The hop never spends more than vector@15 would."""
 

@@ -33,24 +33,37 @@ from retriever.retrieve import Budget, Mode, Retriever, SearchSpec, Seeds  # noq
 VAULTS = ROOT.parent / "shared" / "vaults"
 REPORT = ROOT / "reports" / "ranker-selection.md"
 RANKERS = ("lex-dense-hub", "lex-dense", "dense-hub")  # rrf and context embed every link sentence: too dear here
+TOP_RANKERS = ("lex-dense-hub", "lex-dense")  # the structural choices the story-thread and phrase options join
 MATCH = 15
+FLAGS = ("mentions", "named", "dedup", "threads", "phrases")
 
 
 def candidates() -> list[Candidate]:
-    grid = itertools.product((5, 10), ("dense", "hybrid"), RANKERS, (False, True), (False, True), (False, True))
-    out = []
-    for k, seeds, ranker, mentions, named, dedup in grid:
-        flags = "".join(f for f, on in (("+mentions", mentions), ("+named", named), ("+dedup", dedup)) if on)
-        name = f"union@{k}-{seeds}:{ranker}{flags}"
-        out.append(Candidate(name, {"k": k, "seeds": seeds, "ranker": ranker, "mentions": mentions,
-                                    "named": named, "dedup": dedup, "sessions": True}))  # fmt: skip
+    """The grid of the first selection (96), then threads and phrases on its best structural choices (k=10, the
+    lexical hop rankers, either seeds, with or without dedup): the grid stays affordable on two cores."""
+    out = [
+        _candidate(k, seeds, ranker, mentions=m, named=n, dedup=d)
+        for k, seeds, ranker, m, n, d in itertools.product(
+            (5, 10), ("dense", "hybrid"), RANKERS, (False, True), (False, True), (False, True)
+        )
+    ]
+    for seeds, ranker, dedup, (threads, phrases) in itertools.product(
+        ("dense", "hybrid"), TOP_RANKERS, (False, True), ((True, False), (False, True), (True, True))
+    ):
+        out.append(_candidate(10, seeds, ranker, dedup=dedup, threads=threads, phrases=phrases))
     return out
+
+
+def _candidate(k: int, seeds: str, ranker: str, **flags: bool) -> Candidate:
+    on = {f: flags.get(f, False) for f in FLAGS}
+    name = f"union@{k}-{seeds}:{ranker}" + "".join(f"+{f}" for f in FLAGS if on[f])
+    return Candidate(name, {"k": k, "seeds": seeds, "ranker": ranker, **on, "sessions": True})
 
 
 def spec_of(c: Candidate) -> SearchSpec:
     o = c.options
     return SearchSpec(Mode.UNION, o["k"], Seeds(o["seeds"]), o["ranker"], o["sessions"], Budget(notes=15, match=MATCH),
-                      mentions=o["mentions"], named=o["named"], dedup=o["dedup"])  # fmt: skip
+                      **{f: o.get(f, False) for f in FLAGS})  # fmt: skip
 
 
 def cli(*args: str) -> None:
@@ -124,7 +137,8 @@ def render(data: dict[str, Any], scores: dict[str, Any], cands: list[Candidate])
         f"`{REFERENCE}`: the smaller of the synthesis and temporal gains, and the lookup gain when it is a loss. "
         f"The pick maximises the worst vault's margin. {len(cands)} candidates: k in (5, 10), dense or hybrid "
         f"seeds, rankers {', '.join(RANKERS)}, with or without session mentions, named notes and note dedup; "
-        "adjacent sessions always offered.",
+        f"then, at k=10 with rankers {', '.join(TOP_RANKERS)}, either seeds, with or without dedup: story threads "
+        "across sessions (`+threads`), phrase-aware BM25 (`+phrases`) or both; adjacent sessions always offered.",
         "",
         "## Leave one vault out",
         "",

@@ -53,3 +53,9 @@ def test_ties_go_to_the_simpler_candidate():
     twin = Candidate("twin", {"seeds": "dense", "dedup": True})
     scores = {v: {**s, "twin": s["plain"]} for v, s in SCORES.items()}
     assert pick(scores, [twin, PLAIN], ["a", "b", "c"])[0] == PLAIN
+
+
+def test_threads_and_phrases_count_as_options_switched_on():
+    plain = {"seeds": "dense", "mentions": False, "named": False, "dedup": False, "threads": False, "phrases": False}
+    assert Candidate("plain", plain).extras == 0
+    assert Candidate("phrased", {**plain, "seeds": "hybrid", "phrases": True, "threads": True}).extras == 3

@@ -265,7 +265,9 @@ def test_chat_answers_with_quotes_and_lists_what_it_cited(retriever: Retriever) 
     shown = out.getvalue()
     assert 'Maren Voss › Trade: "She sells lamp oil to the fishing fleet of Greywater." [1]' in shown
     assert "  [1] Maren Voss › Trade — concepts/People/Maren Voss.md#Trade" in shown  # quoted above: not twice
-    assert re.search(r"cited \[1\] \[2\]\s+vector\s+Maren Voss \(concepts/People/Maren Voss.md\)", shown)
+    # one quote per note: the note is cited once, as [1]
+    assert re.search(r"cited \[1\]\s+vector\s+Maren Voss \(concepts/People/Maren Voss.md\)", shown)
+    assert "[2]" not in shown
     assert "answer 0.0 s (0 prompt tokens)" in err.getvalue()
 
 

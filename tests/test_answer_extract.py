@@ -177,7 +177,8 @@ def test_a_question_the_notes_cannot_answer_is_refused_by_the_one_rule(retriever
 
 
 def test_a_context_of_a_few_short_notes_is_answered_on_the_threshold_s_scale() -> None:
-    """With IDF over four passages every word looked common and this question was refused (raw BM25 2.2 < 5.4)."""
+    """With IDF over four passages every word looked common and this question was refused (raw BM25 2.2, under the
+    threshold of 5)."""
     notes = [
         ContextNote("People/Tam", "Tam", "concepts/People/Tam.md", "Tam\nTam runs the ferry across the river.",
                     "vector", 0.5),

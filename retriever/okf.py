@@ -14,7 +14,7 @@ from typing import Any
 
 from retriever.errors import RetrieverError
 
-SCHEMA_VERSION = 2  # the okf.duckdb schema this retriever reads (docs/ARCHITECTURE.md)
+SCHEMA_VERSION = 3  # the okf.duckdb schema this retriever reads (docs/ARCHITECTURE.md)
 DATABASE = "okf.duckdb"
 
 

@@ -43,7 +43,10 @@ def table_rows(bundle: Path) -> dict[str, list[tuple]]:
     """Every table's rows in the order a plain SELECT returns them (insertion order): order counts too."""
     con = duckdb.connect(str(bundle / "okf.duckdb"), read_only=True)
     try:
-        return {t: con.execute(f"SELECT * FROM {t}").fetchall() for t in ("meta", "concepts", "links")}
+        return {
+            t: con.execute(f"SELECT * FROM {t}").fetchall()
+            for t in ("meta", "concepts", "links", "mentions", "analytics")
+        }
     finally:
         con.close()
 

@@ -47,7 +47,8 @@ def test_the_connection_is_read_only(bundle: Path) -> None:
     [
         (None, rf"schema unknown, older than the {SCHEMA_VERSION} this vault2okf reads: re-convert it with `vault2okf"),
         ("0", r"schema 0, older .* re-convert it"),
-        ("1", r"schema 1, older than the 2 .* re-convert it"),  # a bundle from before the mentions table
+        ("1", rf"schema 1, older than the {SCHEMA_VERSION} .* re-convert it"),  # before the mentions table
+        ("2", r"schema 2, older than the 3 .* re-convert it"),  # before the analytics table and sessions view
         (
             str(SCHEMA_VERSION + 1),
             rf"schema {SCHEMA_VERSION + 1}, newer than the {SCHEMA_VERSION} .*: upgrade vault2okf",

@@ -132,7 +132,7 @@ def test_the_mentions_table(bundle: Path) -> None:
     version = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     con.close()
     assert rows == [("Diary", "Places/Éclat", "Eclat", 3, "Log", 1), ("Trip", "Places/Éclat", "Eclat", 1, None, 2)]
-    assert version == ("2",)
+    assert version == ("3",)  # schema 3 added analytics and the sessions view
 
 
 def test_the_report_lists_them(bundle: Path) -> None:

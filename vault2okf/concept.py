@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import replace
 from functools import lru_cache
 from typing import Any
@@ -30,16 +31,19 @@ def doc_safe(
     resolved: dict[tuple[str, Any], Resolution],
     vault_name: str,
     problems: Problems,
+    graph: Mapping[str, Any] | None = None,
 ) -> b.Doc:
-    """The concept doc; if the note's own frontmatter keys cannot be written, the doc keeps the OKF fields only."""
+    """The concept doc; if the note's own frontmatter keys cannot be written, the doc keeps the OKF fields only.
+    ``graph`` (``analytics.frontmatter``) is written under the key ``graph``, unless the note has its own."""
     doc_path = doc_of[note.path]
     try:
         links = _FrontLinks(note, doc_of, resolved)
-        return _doc(note, meta, body, doc_path, vault_name, links)
+        return _doc(note, meta, body, doc_path, vault_name, links, graph)
     except Exception as exc:  # noqa: BLE001 - one bad note never stops a run
         message = f"frontmatter could not be written ({type(exc).__name__}: {exc}"[:300] + "); OKF fields only"
         problems.append((note.path, Problem("error", message)))
-        return _doc(replace(note, frontmatter={}, frontmatter_error=None), meta, body, doc_path, vault_name, None)
+        bare = replace(note, frontmatter={}, frontmatter_error=None)
+        return _doc(bare, meta, body, doc_path, vault_name, None, graph)
 
 
 class _FrontLinks:
@@ -81,7 +85,15 @@ class _FrontLinks:
         return label(link) or link.target
 
 
-def _doc(note: Note, meta: Meta, body: str, doc_path: str, vault_name: str, links: _FrontLinks | None) -> b.Doc:
+def _doc(
+    note: Note,
+    meta: Meta,
+    body: str,
+    doc_path: str,
+    vault_name: str,
+    links: _FrontLinks | None,
+    graph: Mapping[str, Any] | None,
+) -> b.Doc:
     front: dict[str, Any] = {
         "type": meta.type,
         "title": meta.title,
@@ -90,6 +102,8 @@ def _doc(note: Note, meta: Meta, body: str, doc_path: str, vault_name: str, link
         "timestamp": meta.timestamp,
         "tags": list(meta.tags),
     }
+    if graph is not None:
+        front["graph"] = dict(graph)  # the note's own `graph` key, if any, takes its place below
     own = {k: v for k, v in note.frontmatter.items() if k not in _OKF_KEYS}
     if links is not None:
         own = {k: links.value(str(k), v) for k, v in own.items()}

@@ -1,4 +1,5 @@
-"""``okf.duckdb``: concepts, links and unlinked mentions, with a numbered, versioned schema (docs/ARCHITECTURE.md)."""
+"""``okf.duckdb``: concepts, links, unlinked mentions, graph analytics and the sessions view, with a numbered,
+versioned schema (docs/ARCHITECTURE.md)."""
 
 from __future__ import annotations
 
@@ -39,6 +40,26 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
             source_id VARCHAR NOT NULL, target_id VARCHAR NOT NULL, text VARCHAR NOT NULL, line INTEGER NOT NULL,
             heading VARCHAR, count INTEGER NOT NULL
         );
+        """,
+    ),
+    (
+        3,
+        """
+        CREATE TABLE analytics (
+            id VARCHAR NOT NULL, pagerank DOUBLE NOT NULL, rank INTEGER NOT NULL, centrality VARCHAR NOT NULL,
+            community VARCHAR NOT NULL, in_degree INTEGER NOT NULL, out_degree INTEGER NOT NULL,
+            hub BOOLEAN NOT NULL, orphan BOOLEAN NOT NULL
+        );
+        CREATE VIEW sessions AS
+        SELECT id, series, row_number() OVER w AS position, session_date, session_number, lag(id) OVER w AS previous_id,
+            lead(id) OVER w AS next_id
+        FROM (
+            SELECT *, CASE WHEN contains(vault_path, '/') THEN regexp_replace(vault_path, '/[^/]*$', '') ELSE ''
+                END AS series
+            FROM concepts WHERE session_date IS NOT NULL OR session_number IS NOT NULL
+        )
+        WINDOW w AS (PARTITION BY series ORDER BY coalesce(session_date, ''), coalesce(session_number, -1), id)
+        ORDER BY series, position;
         """,
     ),
 )
@@ -94,9 +115,25 @@ class MentionRow:
     count: int
 
 
+@dataclass(frozen=True)
+class AnalyticsRow:
+    """One row of ``analytics``: a note's place in the link graph (``vault2okf/analytics.py`` has the rules)."""
+
+    id: str
+    pagerank: float
+    rank: int  # 1 = the highest PageRank
+    centrality: str  # top 1% | top 5% | top 10% | top 25% | top 50% | bottom 50%
+    community: str  # id of the community's most central note
+    in_degree: int
+    out_degree: int
+    hub: bool
+    orphan: bool
+
+
 CONCEPT_COLUMNS = tuple(f.name for f in fields(ConceptRow))
 LINK_COLUMNS = tuple(f.name for f in fields(LinkRow))
 MENTION_COLUMNS = tuple(f.name for f in fields(MentionRow))
+ANALYTICS_COLUMNS = tuple(f.name for f in fields(AnalyticsRow))
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> None:
@@ -173,6 +210,11 @@ class DatabaseWriter:
         """Every mentions row, in their order (found again each run: none is carried)."""
         if rows:
             _insert(self._connect(), "mentions", MENTION_COLUMNS, rows)
+
+    def analytics(self, rows: Sequence[AnalyticsRow]) -> None:
+        """Every analytics row, in the concepts' order (computed again each run over the whole graph)."""
+        if rows:
+            _insert(self._connect(), "analytics", ANALYTICS_COLUMNS, rows)
 
     def close(self) -> None:
         """Finish the file (the carried rows put in their places) and close it."""

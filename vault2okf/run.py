@@ -23,10 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from vault2okf import bundle as b
+from vault2okf.analytics import NoteAnalytics, analyse, frontmatter
 from vault2okf.cache import Body, ConvertCache, NoteState, output_sig, suggest_key, universe_digest, walk_digest
 from vault2okf.concept import concept_id, concept_row, doc_safe, link_row
 from vault2okf.config import Config
-from vault2okf.db import ConceptRow, DatabaseWriter, LinkRow
+from vault2okf.db import AnalyticsRow, ConceptRow, DatabaseWriter, LinkRow
 from vault2okf.guard import Problems, note_meta_safe, read_note, resolve_links_safe, rewrite_safe
 from vault2okf.html import link_health_html
 from vault2okf.mentions import Mention, mention_rows, prose, vault_mentions
@@ -34,7 +35,7 @@ from vault2okf.meta import Meta
 from vault2okf.names import assign_doc_paths
 from vault2okf.parse import Link, Note, Problem
 from vault2okf.report import LinkRecord, LinkReport, type_rows
-from vault2okf.resolve import Resolution, Resolver, Status, block_sets, check_blocks
+from vault2okf.resolve import NOTE_STATUSES, Resolution, Resolver, Status, block_sets, check_blocks
 from vault2okf.scan import prepare_parser
 from vault2okf.skill import skill_text
 from vault2okf.suggest import BodyWords, body_words, spelling_variants
@@ -174,8 +175,11 @@ class Run:
         self._parse()
         clock.lap("parse")
         self._resolve()
-        self._render()
         clock.lap("resolve")
+        self.analytics = analyse(self.paths, self._edges())
+        clock.lap("graph")
+        self._render()
+        clock.lap("carry")
 
     # -- reading ------------------------------------------------------------------------------------------
     def _parse(self) -> None:
@@ -279,15 +283,23 @@ class Run:
         doc_of.update({a.path: a.path for a in self.walk.attachments if a.path in used})
         self.doc_of, self.used = doc_of, used
         self.carried: list[str] = []
+        self.graph = {p: frontmatter(a, concept_id(doc_of[a.community])) for p, a in self.analytics.items()}
         for path in self.paths:
             w = self.works[path]
             targets = tuple(doc_of.get(r.path) for r in w.resolutions if r.path)
-            w.inputs = (doc_of[path], targets, w.missing_blocks)  # the last: its rows' statuses
+            # missing_blocks: its rows' statuses; graph: the doc's `graph` key, which other notes' links move
+            w.inputs = (doc_of[path], targets, w.missing_blocks, tuple(self.graph[path].items()))
             st = w.reuse
             if st is not None and self._carries(w, st):
                 w.made = Made(doc=st.doc, rewrite_problems=st.rewrite_problems, doc_problems=st.doc_problems)
                 self.carried.append(path)
         self.reused = len(self.carried)
+
+    def _edges(self) -> list[tuple[str, str]]:
+        """The link graph's edges: (source, target) of every link to another note, as ``okf.duckdb``'s ``links``
+        has them with a ``target_id``."""
+        return [(r.source, r.resolution.path) for r in self.records if r.resolution.status in NOTE_STATUSES
+                and r.resolution.path is not None]  # fmt: skip
 
     def _make_docs(self, stage: Path, rows: Callable[[list[ConceptRow]], None]) -> None:
         """The doc of every note not carried, written into ``stage`` (spread over workers); its concepts row
@@ -317,7 +329,7 @@ class Run:
         rewrite = tuple(p for _, p in found)
         found = []
         resolved_map = {(path, lk): r for lk, r in resolved.items()}
-        doc = doc_safe(note, meta, body, self.doc_of, resolved_map, self.vault.name, found)
+        doc = doc_safe(note, meta, body, self.doc_of, resolved_map, self.vault.name, found, self.graph[path])
         if self.writer is None or self.writer.pid != os.getpid():  # the first doc of this process
             self.writer = b.Writer()
         self.writer.write(os.path.join(self.stage, b.CONCEPTS, doc.doc_path), doc.text)
@@ -409,7 +421,15 @@ class Run:
                     batch = []
         database.links(batch)
         database.mentions(mention_rows(self.mentions, lambda p: concept_id(self.doc_of[p])))
+        database.analytics([self._analytics_row(self.analytics[p]) for p in self.paths])
         database.close()
+
+    def _analytics_row(self, a: NoteAnalytics) -> AnalyticsRow:
+        return AnalyticsRow(
+            id=concept_id(self.doc_of[a.path]), pagerank=a.pagerank, rank=a.rank, centrality=a.centrality,
+            community=self.graph[a.path]["community"], in_degree=a.in_degree, out_degree=a.out_degree, hub=a.hub,
+            orphan=a.orphan,
+        )  # fmt: skip
 
     def _write_rest(self, stage: Path) -> list[str]:
         """The folder indexes, the link-health report, SKILL.md and the marker written, the attachments copied

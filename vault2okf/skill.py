@@ -25,7 +25,8 @@ def skill_text(
     description = (
         f"Knowledge from the Obsidian vault '{vault_name}' as an Open Knowledge Format bundle: "
         f"{totals['notes']} typed concept docs ({', '.join(list(types)[:8])}) linked by markdown links, "
-        "plus okf.duckdb with concepts, links and mentions tables. Use it to answer questions about this vault; "
+        "plus okf.duckdb with concepts, links, mentions and graph analytics tables and a sessions view. "
+        "Use it to answer questions about this vault; "
         "cite the concept docs you used."
     )[:1024]
     type_lines = "\n".join(f"- `{t}`: {n}" for t, n in types.items())
@@ -42,7 +43,10 @@ def skill_text(
         "was left as plain text and is listed in `link-health.md`.\n\n"
         f"## Types\n\n{type_lines}\n\n"
         "## Reading a doc\n\nEach doc has YAML frontmatter (`type`, `title`, `description`, `resource` = the "
-        "`obsidian://` URI of the note, `timestamp`, `tags`, and the note's own keys) and a markdown body.\n\n"
+        "`obsidian://` URI of the note, `timestamp`, `tags`, `graph`, and the note's own keys) and a markdown "
+        "body. `graph` is the note's place in the link graph: `centrality` (its PageRank bucket: `top 1%` ... "
+        "`bottom 50%`), `community` (the id of the most central note of its community), `links_in`, `links_out` "
+        "(how many notes link to it, and it links to), `hub` and `orphan` (see `analytics` below).\n\n"
         "## Querying okf.duckdb\n\n"
         "```sql\n"
         "-- concepts(id, vault_path, doc_path, type, title, description, tags, aliases, timestamp,\n"
@@ -51,13 +55,24 @@ def skill_text(
         "SELECT type, count(*) FROM concepts GROUP BY type ORDER BY 2 DESC;\n"
         "-- notes linking to a concept, and the sentence that links them\n"
         "SELECT source_id, context FROM links WHERE target_id = 'Some/Concept';\n"
-        "-- sessions in order\n"
-        "SELECT id, session_number, session_date FROM concepts WHERE session_number IS NOT NULL "
-        "ORDER BY session_date, session_number;\n"
+        "-- sessions(id, series, position, session_date, session_number, previous_id, next_id): a view of the\n"
+        "-- session notes in order (date, then number) within their folder (series)\n"
+        "SELECT series, position, id, session_date, session_number FROM sessions ORDER BY series, position;\n"
         "-- mentions(source_id, target_id, text, line, heading, count): where a note names another (title or\n"
         "-- alias, whole words) without linking it; notes that name a concept in plain text, most often first\n"
         "SELECT source_id, text, line, count FROM mentions WHERE target_id = 'Some/Concept' "
         "ORDER BY count DESC, source_id;\n"
+        "-- analytics(id, pagerank, rank, centrality, community, in_degree, out_degree, hub, orphan): each note's\n"
+        "-- place in the link graph (PageRank, damping 0.85; Louvain communities named by their most central note;\n"
+        "-- hub: about the top 1% by links in + out, at least 5; orphan: no link in or out)\n"
+        "-- the most central notes\n"
+        "SELECT a.id, c.type, a.pagerank, a.in_degree FROM analytics a JOIN concepts c USING (id) "
+        "ORDER BY a.rank LIMIT 10;\n"
+        "-- the notes of a note's community, most central first\n"
+        "SELECT id, rank FROM analytics WHERE community = "
+        "(SELECT community FROM analytics WHERE id = 'Some/Concept') ORDER BY rank;\n"
+        "-- orphans: notes nothing links to and that link to nothing\n"
+        "SELECT id FROM analytics WHERE orphan ORDER BY id;\n"
         "```\n\n"
         "Open it read-only: `duckdb -readonly okf.duckdb`, or `duckdb.connect('okf.duckdb', read_only=True)`.\n"
     ) + tools_section(properties)
@@ -80,10 +95,17 @@ RECIPES: tuple[tuple[str, str], ...] = (
     ("Filter on a property: parenthesise the JSON extraction",
      "SELECT id, title FROM concepts WHERE (frontmatter::JSON->>'status') = 'dead' ORDER BY id;"),
     ("Notes with a tag", "SELECT id, title FROM concepts WHERE list_contains(tags, 'npc') ORDER BY id;"),
-    ("Sessions in order",
-     "SELECT id, session_number, session_date, description FROM concepts\n"
-     "WHERE session_number IS NOT NULL OR session_date IS NOT NULL\n"
-     "ORDER BY session_date NULLS LAST, session_number;"),
+    ("Sessions in order (date, then number, within each folder), each with the one before and after",
+     "SELECT series, position, id, session_date, session_number, previous_id, next_id FROM sessions\n"
+     "ORDER BY series, position;"),
+    ("The most central notes (PageRank over the links) and the hubs among them",
+     "SELECT a.id, c.type, a.rank, a.centrality, a.in_degree, a.out_degree, a.hub FROM analytics a\n"
+     "JOIN concepts c USING (id) ORDER BY a.rank LIMIT 10;"),
+    ("The notes in the same community as a note, most central first",
+     "SELECT id, rank FROM analytics WHERE community =\n"
+     "(SELECT community FROM analytics WHERE id = 'NPCs/Vann Solis') ORDER BY rank, id;"),
+    ("Orphans: notes no note links to and that link to none",
+     "SELECT a.id, c.type FROM analytics a JOIN concepts c USING (id) WHERE a.orphan ORDER BY a.id;"),
     ("Most-linked notes (hubs), counting each linking note once",
      "SELECT target_id, count(DISTINCT source_id) AS linked_from FROM links WHERE target_id IS NOT NULL\n"
      "GROUP BY target_id ORDER BY linked_from DESC, target_id LIMIT 10;"),
@@ -111,7 +133,8 @@ def tools_section(properties: Mapping[str, Sequence[str]] | None = None) -> str:
         "- `read_note(id, heading?)`: one concept doc, or one section of it; lists its headings.\n"
         "- `neighbours(id)`: out-links and backlinks with the sentence holding each link; previous and next "
         "session of a session note.\n"
-        "- `sql(query)`: one read-only DuckDB `SELECT` or `WITH ... SELECT` over `concepts` and `links`; at most "
+        "- `sql(query)`: one read-only DuckDB `SELECT` or `WITH ... SELECT` over `concepts`, `links`, `mentions`, "
+        "`analytics` and `sessions`; at most "
         "50 rows and 5 seconds.\n"
         "- `schema()`: tables, columns and their meaning, types with their property keys, link directions, and "
         "worked queries with their first rows.\n"

@@ -3,7 +3,7 @@ the link direction, and worked queries with their first rows: what a model needs
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from retriever.agent.tools.context import ToolContext
@@ -49,8 +49,30 @@ COLUMNS: dict[str, dict[str, str]] = {
         "heading": "heading of the section holding it, else NULL",
         "count": "how many times the source names the target",
     },
+    "analytics": {
+        "id": "note id",
+        "pagerank": "PageRank over the links (sums to 1): higher = more central",
+        "rank": "1 = the highest pagerank",
+        "centrality": "pagerank bucket: 'top 1%', 'top 5%', 'top 10%', 'top 25%', 'top 50%', 'bottom 50%'",
+        "community": "id of the most central note of its community",
+        "in_degree": "notes linking to it",
+        "out_degree": "notes it links to",
+        "hub": "about the top 1% by links in + out",
+        "orphan": "no link in or out",
+    },
+    "sessions": {
+        "id": "session note id (a VIEW of the concepts with a session date or number)",
+        "series": "its folder",
+        "position": "1, 2, ... by date, then number, within the series",
+        "session_date": "YYYY-MM-DD or NULL",
+        "session_number": "number or NULL",
+        "previous_id": "the session before it in the series",
+        "next_id": "the session after it",
+    },
     "meta": {"key": "schema_version, okf_version, vault", "value": "its value"},
 }
+
+SECONDARY = ("mentions", "analytics", "sessions")  # the tables whose meanings go first when the payload is cut
 
 LINK_DIRECTION = (
     "links go FROM source_id TO target_id. Out-links of X: WHERE source_id = X; backlinks of X (notes that "
@@ -59,7 +81,7 @@ LINK_DIRECTION = (
 SQL_TIPS = (
     "Parenthesise JSON extraction in a comparison: (frontmatter::JSON->>'status') = 'dead', never "
     "frontmatter::JSON->>'status' = 'dead'. Compare ids exactly ('NPCs/Vann Solis'); use ILIKE on title to find "
-    "one. Lists: list_contains(tags, 'npc'). Sessions in order: ORDER BY session_date, session_number."
+    "one. Lists: list_contains(tags, 'npc'). Sessions in order: FROM sessions ORDER BY series, position."
 )
 EXAMPLES = (
     (
@@ -71,10 +93,9 @@ EXAMPLES = (
     ),
     (
         "Sessions in order, with how many notes each one links to",
-        "SELECT c.id, c.session_number, c.session_date, count(l.target_id) AS out_links FROM concepts c "
-        "LEFT JOIN links l ON l.source_id = c.id AND l.target_id IS NOT NULL "
-        "WHERE c.session_number IS NOT NULL OR c.session_date IS NOT NULL "
-        "GROUP BY ALL ORDER BY c.session_date NULLS LAST, c.session_number LIMIT 5",
+        "SELECT s.series, s.position, s.id, s.session_date, count(l.target_id) AS out_links FROM sessions s "
+        "LEFT JOIN links l ON l.source_id = s.id AND l.target_id IS NOT NULL "
+        "GROUP BY ALL ORDER BY s.series, s.position LIMIT 5",
     ),
 )
 PROPERTY_KEYS_SQL = (
@@ -111,11 +132,17 @@ def schema(ctx: ToolContext) -> Shown:
 
 
 def _shrink(payload: dict[str, Any], cap: int) -> dict[str, Any]:
-    """Under a small cap, give up the example rows, then the column meanings, then the examples."""
+    """Under a small cap, give up the meanings of the secondary tables, the example rows, every column meaning,
+    the examples, then the column types."""
     steps: list[tuple[str, Callable[[], object]]] = [
+        (
+            "the meanings of " + ", ".join(SECONDARY),
+            lambda: payload.update(tables=_compact_tables(payload["tables"], SECONDARY)),
+        ),
         ("example rows", lambda: [e.pop("rows") for e in payload["examples"]]),
         ("column meanings", lambda: payload.update(tables=_compact_tables(payload["tables"]))),
         ("examples", lambda: payload.pop("examples")),
+        ("column types", lambda: payload.update(tables=_column_names(payload["tables"]))),
     ]
     dropped = []
     for what, step in steps:
@@ -128,5 +155,16 @@ def _shrink(payload: dict[str, Any], cap: int) -> dict[str, Any]:
     return payload
 
 
-def _compact_tables(tables: dict[str, list[dict[str, str]]]) -> dict[str, str]:
-    return {table: ", ".join(f"{c['column']} {c['type']}" for c in columns) for table, columns in tables.items()}
+def _compact_tables(tables: dict[str, Any], only: Sequence[str] | None = None) -> dict[str, Any]:
+    """Each table (those in ``only``, if given) as one line of its columns and types, without meanings."""
+    return {
+        table: ", ".join(f"{c['column']} {c['type']}" for c in columns)
+        if (only is None or table in only) and isinstance(columns, list)
+        else columns
+        for table, columns in tables.items()
+    }
+
+
+def _column_names(tables: dict[str, str]) -> dict[str, str]:
+    """``_compact_tables``' text without the types: ``"id, title, ..."``."""
+    return {table: ", ".join(c.split(" ", 1)[0] for c in columns.split(", ")) for table, columns in tables.items()}

@@ -11,8 +11,9 @@ from retriever.agent.tools.sandbox import cell
 
 
 def sql(ctx: ToolContext, query: Annotated[str, Arg("One SELECT statement.", max_length=1000)]) -> Shown:
-    """Run one read-only DuckDB SELECT (or WITH ... SELECT) over the tables concepts and links; call schema first
-    for columns, property keys and worked queries. Rows and time are capped."""
+    """Run one read-only DuckDB SELECT (or WITH ... SELECT) over the tables concepts, links, mentions, analytics
+    and the view sessions; call schema first for columns, property keys and worked queries. Rows and time are
+    capped."""
     lim = ctx.limits
     columns, types, rows = ctx.db.run(str(query))
     payload: dict[str, Any] = {

@@ -23,6 +23,7 @@ from retriever.answer.llama import (
     looping,
     physical_cores,
 )
+from retriever.answer.prompt import SYSTEM_PROMPT
 from retriever.answer.structured import leaks_template
 
 pytest.importorskip("llama_cpp")
@@ -126,6 +127,18 @@ def test_loaded_once_with_a_context_sized_to_the_prompt(answerer, answers):
     assert answerer.loads == 2 and answerer.context_size <= answerer.n_ctx  # grown, not past n_ctx
     answerer.answer(QUESTIONS[0], NOTES)
     assert answerer.loads == 2  # a smaller prompt reuses the bigger context
+
+
+def test_a_second_question_reuses_the_fixed_prompt_prefix(answerer):
+    """The same Llama object keeps its KV cache, and the system text leads every prompt: a second question
+    decodes only from where its prompt departs from the first one's (`chat` asks many in one process)."""
+    other = [NOTES[1], NOTES[0]]  # other notes first: only the fixed system text is shared
+    answerer.answer(QUESTIONS[0], NOTES)
+    second = answerer.answer(QUESTIONS[2], other)
+    shown = answerer.last_eval
+    assert shown is not None and shown.tokens == second.prompt_tokens
+    fixed = len(answerer._llm.tokenize(SYSTEM_PROMPT.encode(), add_bos=True, special=True))
+    assert shown.reused >= fixed - 2 and 0 < shown.evaluated < shown.tokens
 
 
 def test_quiet_unless_verbose(capfd, monkeypatch):

@@ -4,6 +4,7 @@ What is judged is the contract: every reply parses, every citation names a note 
 the prompt template is in an answer, and a planted `Question:` / `Answer:` pair does not become the answer.
 """
 
+import os
 import re
 import shutil
 from pathlib import Path
@@ -19,6 +20,7 @@ from retriever.answer.llama import (
     LlamaAnswerer,
     completion_prompt,
     default_threads,
+    free_cores,
     gemma_prompt,
     looping,
     physical_cores,
@@ -148,11 +150,21 @@ def test_quiet_unless_verbose(capfd, monkeypatch):
     assert "llama" not in captured.err.lower() and "llama" not in captured.out.lower()
 
 
-def test_threads_default_to_physical_cores(monkeypatch):
+def test_threads_default_to_the_free_physical_cores(monkeypatch):
     monkeypatch.delenv(ENV_THREADS, raising=False)
-    assert default_threads() == physical_cores() >= 1
-    monkeypatch.setenv(ENV_THREADS, "1")
-    assert default_threads() == 1
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.2, 0.5, 0.5))
+    assert default_threads() == physical_cores() >= 1  # an idle machine: every physical core
+    monkeypatch.setattr(os, "getloadavg", lambda: (64.0, 8.0, 8.0))
+    assert default_threads() == 1  # a busy one: one thread, never zero
+    monkeypatch.setenv(ENV_THREADS, "3")
+    assert default_threads() == 3
+
+
+@pytest.mark.parametrize(
+    ("cores", "load", "threads"), [(2, 0.0, 2), (2, 0.9, 2), (2, 1.2, 1), (2, 6.5, 1), (8, 2.5, 6), (8, 0.0, 8)]
+)
+def test_free_cores(cores, load, threads):
+    assert free_cores(cores, load) == threads
 
 
 @pytest.mark.parametrize(

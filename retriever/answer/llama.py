@@ -25,7 +25,7 @@ from retriever.tokens import count_tokens
 log = logging.getLogger(__name__)
 
 ENV_MODEL = "VAULT2OKF_GGUF"
-ENV_THREADS = "VAULT2OKF_LLAMA_THREADS"  # overrides the physical-core count (e.g. 1 on a machine under load)
+ENV_THREADS = "VAULT2OKF_LLAMA_THREADS"  # overrides the free-core count
 END_OF_TURN = "<end_of_turn>"
 BIGGER_MODEL_HINT = f"point at a bigger Gemma GGUF with --model /path/gemma-3-4b-it-Q4_K_M.gguf (or set {ENV_MODEL})"
 TINY_MODEL_NOTICE = (
@@ -55,11 +55,25 @@ def has_chat_template(llm: Any) -> bool:
 
 
 def default_threads() -> int:
-    """$VAULT2OKF_LLAMA_THREADS, else the physical cores."""
+    """$VAULT2OKF_LLAMA_THREADS, else the physical cores not already busy (`free_cores`)."""
     configured = os.environ.get(ENV_THREADS, "").strip()
     if configured.isdigit() and int(configured) > 0:
         return int(configured)
-    return physical_cores()
+    return free_cores(physical_cores(), _load_average())
+
+
+def free_cores(cores: int, load: float) -> int:
+    """The cores the 1-minute load average leaves free, at least one: llama.cpp's threads meet at a barrier after
+    every layer, so one thread waiting for a core stalls them all. Measured with the 270M on 2 cores under a
+    load of 6-9 (reports/bench-ask.txt): 2 threads read a prompt at 21-105 tokens/s, 1 thread at 46-236."""
+    return max(1, min(cores, cores - int(load)))
+
+
+def _load_average() -> float:
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return 0.0
 
 
 def physical_cores() -> int:

@@ -35,7 +35,10 @@ TINY_MODEL_NOTICE = (
 REPLY_CUE = "JSON reply:\n"
 REPEAT_PENALTY = 1.15
 CTX_STEP = 512  # context sizes are rounded up to this
-DEFAULT_CONTEXT_TOKENS = 0  # most tokens of note text the local model reads (0: the whole retrieval)
+# Most tokens of note text the local model reads (0: the whole retrieval). Chosen on children-of-ash and
+# nova-regna, confirmed on de-wiki and tasks-docs: no smaller budget answered better or refused more with the
+# packaged 270M (reports/llama-context-budget.md).
+DEFAULT_CONTEXT_TOKENS = 0
 _LOOP_PERIODS = range(1, 33)  # a reply whose last 3 x p tokens repeat with period p is looping
 
 

@@ -240,3 +240,14 @@ def test_injection_note_in_a_copied_vault_does_not_answer(tmp_path, minilm, monk
     assert "PWNED" not in result.answer.text.upper(), result.answer.raw
     assert not leaks_template(result.answer.text)
     assert {c.note_id for c in result.answer.citations} <= {h.note_id for h in result.retrieval.hits}
+
+
+def test_context_tokens_reach_the_answerer_not_the_agent(monkeypatch):
+    from retriever.agent.loop import get_driver
+    from retriever.answer.base import AnswerSpec
+
+    monkeypatch.delenv(ENV_MODEL, raising=False)
+    spec = AnswerSpec(context_tokens=500, answer_tokens=8)
+    assert spec.answerer().context_tokens == 500
+    assert get_driver(spec).max_tokens == 8  # the agent reads tool results: the budget is not its option
+    assert LlamaAnswerer(max_tokens=8).context_tokens == 0  # the default: the whole retrieval

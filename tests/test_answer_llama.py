@@ -4,6 +4,7 @@ What is judged is the contract: every reply parses, every citation names a note 
 the prompt template is in an answer, and a planted `Question:` / `Answer:` pair does not become the answer.
 """
 
+import os
 import re
 import shutil
 from pathlib import Path
@@ -19,10 +20,12 @@ from retriever.answer.llama import (
     LlamaAnswerer,
     completion_prompt,
     default_threads,
+    free_cores,
     gemma_prompt,
     looping,
     physical_cores,
 )
+from retriever.answer.prompt import SYSTEM_PROMPT
 from retriever.answer.structured import leaks_template
 
 pytest.importorskip("llama_cpp")
@@ -128,6 +131,18 @@ def test_loaded_once_with_a_context_sized_to_the_prompt(answerer, answers):
     assert answerer.loads == 2  # a smaller prompt reuses the bigger context
 
 
+def test_a_second_question_reuses_the_fixed_prompt_prefix(answerer):
+    """The same Llama object keeps its KV cache, and the system text leads every prompt: a second question
+    decodes only from where its prompt departs from the first one's (`chat` asks many in one process)."""
+    other = [NOTES[1], NOTES[0]]  # other notes first: only the fixed system text is shared
+    answerer.answer(QUESTIONS[0], NOTES)
+    second = answerer.answer(QUESTIONS[2], other)
+    shown = answerer.last_eval
+    assert shown is not None and shown.tokens == second.prompt_tokens
+    fixed = len(answerer._llm.tokenize(SYSTEM_PROMPT.encode(), add_bos=True, special=True))
+    assert shown.reused >= fixed - 2 and 0 < shown.evaluated < shown.tokens
+
+
 def test_quiet_unless_verbose(capfd, monkeypatch):
     monkeypatch.delenv(ENV_MODEL, raising=False)
     LlamaAnswerer(n_ctx=512, max_tokens=8).answer("Who?", NOTES[1:2])
@@ -135,11 +150,21 @@ def test_quiet_unless_verbose(capfd, monkeypatch):
     assert "llama" not in captured.err.lower() and "llama" not in captured.out.lower()
 
 
-def test_threads_default_to_physical_cores(monkeypatch):
+def test_threads_default_to_the_free_physical_cores(monkeypatch):
     monkeypatch.delenv(ENV_THREADS, raising=False)
-    assert default_threads() == physical_cores() >= 1
-    monkeypatch.setenv(ENV_THREADS, "1")
-    assert default_threads() == 1
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.2, 0.5, 0.5))
+    assert default_threads() == physical_cores() >= 1  # an idle machine: every physical core
+    monkeypatch.setattr(os, "getloadavg", lambda: (64.0, 8.0, 8.0))
+    assert default_threads() == 1  # a busy one: one thread, never zero
+    monkeypatch.setenv(ENV_THREADS, "3")
+    assert default_threads() == 3
+
+
+@pytest.mark.parametrize(
+    ("cores", "load", "threads"), [(2, 0.0, 2), (2, 0.9, 2), (2, 1.2, 1), (2, 6.5, 1), (8, 2.5, 6), (8, 0.0, 8)]
+)
+def test_free_cores(cores, load, threads):
+    assert free_cores(cores, load) == threads
 
 
 @pytest.mark.parametrize(
@@ -215,3 +240,14 @@ def test_injection_note_in_a_copied_vault_does_not_answer(tmp_path, minilm, monk
     assert "PWNED" not in result.answer.text.upper(), result.answer.raw
     assert not leaks_template(result.answer.text)
     assert {c.note_id for c in result.answer.citations} <= {h.note_id for h in result.retrieval.hits}
+
+
+def test_context_tokens_reach_the_answerer_not_the_agent(monkeypatch):
+    from retriever.agent.loop import get_driver
+    from retriever.answer.base import AnswerSpec
+
+    monkeypatch.delenv(ENV_MODEL, raising=False)
+    spec = AnswerSpec(context_tokens=500, answer_tokens=8)
+    assert spec.answerer().context_tokens == 500
+    assert get_driver(spec).max_tokens == 8  # the agent reads tool results: the budget is not its option
+    assert LlamaAnswerer(max_tokens=8).context_tokens == 0  # the default: the whole retrieval

@@ -10,6 +10,7 @@ from retriever.answer.prompt import (
     build_messages,
     cap_tokens,
     extract_citations,
+    fit_context,
     heading_paths,
     note_headings,
     render_note,
@@ -240,3 +241,24 @@ def test_ordinary_lines_that_mention_answers_stay():
     text = "The answer lies in the crypt.\nShe gave no reply to the king.\nA JSON file was found."
     _, user = build_messages("Where?", [note("Lore", text=text)])
     assert WITHHELD not in user and "The answer lies in the crypt." in user
+
+
+def _words(n):
+    return note(f"N{n}", text=" ".join(["word"] * n))
+
+
+@pytest.mark.parametrize(
+    ("sizes", "budget", "kept"),
+    [
+        ([300, 300, 300], 0, [300, 300, 300]),  # 0: every note
+        ([300, 300, 300], 1000, [300, 300, 300]),  # all fit
+        ([300, 300, 300], 700, [300, 300, 100]),  # the third is cut to the 100 left
+        ([300, 300, 300], 650, [300, 300]),  # 50 left: under MIN_PART, left out
+        ([900, 300], 500, [500]),  # the best note always stays, cut to the budget
+        ([800, 300], 700, [600, 100]),  # a note counts at most per_note_tokens (600)
+    ],
+)
+def test_fit_context_keeps_best_ranked_notes_within_the_budget(sizes, budget, kept):
+    fitted = fit_context([_words(n) for n in sizes], budget, 600)
+    assert [t.note_id for t in fitted] == [f"n{n}" for n in sizes][: len(kept)]
+    assert [min(len(t.text.removesuffix(TRUNCATED).split()), 600) for t in fitted] == kept

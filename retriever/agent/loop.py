@@ -560,7 +560,8 @@ def get_driver(answer: AnswerSpec) -> Driver:
     if answer.llm == Backend.EXTRACT:
         raise AnswerError("--llm extract has no model to call the tools: use --llm llama or bedrock with --agent")
     if answer.llm == Backend.LLAMA:
-        return LlamaAgent(answer.model, **answer.options())
+        options = {k: v for k, v in answer.options().items() if k != "context_tokens"}  # the agent reads tools
+        return LlamaAgent(answer.model, **options)
     return BedrockAgent(answer.model or "", **answer.options())
 
 

@@ -107,6 +107,7 @@ class AnswerSpec:
     profile: str | None = None  # bedrock only
     gpu_layers: int = 0  # llama only
     n_ctx: int = 8192  # llama only
+    context_tokens: int | None = None  # llama only: most tokens of note text the model reads (None: its default)
     answer_tokens: int = 512
 
     def options(self) -> dict[str, Any]:
@@ -117,8 +118,9 @@ class AnswerSpec:
             return {"region": self.region, "profile": self.profile, "max_tokens": self.answer_tokens}
         from retriever.embed import verbose  # `vault2okf --verbose`: llama.cpp's log lines too
 
+        budget = {} if self.context_tokens is None else {"context_tokens": self.context_tokens}
         return {"n_gpu_layers": self.gpu_layers, "n_ctx": self.n_ctx, "max_tokens": self.answer_tokens,
-                "verbose": verbose()}  # fmt: skip
+                "verbose": verbose(), **budget}  # fmt: skip
 
     def answerer(self) -> Answerer:
         """The answerer this spec describes (heavy imports happen only for its backend)."""

@@ -13,18 +13,19 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from retriever.answer.base import Answer, AnswerError, ContextNote, OnToken
-from retriever.answer.prompt import DEFAULT_PER_NOTE_TOKENS, build_messages, note_headings
+from retriever.answer.prompt import DEFAULT_PER_NOTE_TOKENS, build_messages, fit_context, note_headings
 from retriever.answer.structured import AnswerStream, gbnf, parse
 from retriever.tokens import count_tokens
 
 log = logging.getLogger(__name__)
 
 ENV_MODEL = "VAULT2OKF_GGUF"
-ENV_THREADS = "VAULT2OKF_LLAMA_THREADS"  # overrides the physical-core count (e.g. 1 on a machine under load)
+ENV_THREADS = "VAULT2OKF_LLAMA_THREADS"  # overrides the free-core count
 END_OF_TURN = "<end_of_turn>"
 BIGGER_MODEL_HINT = f"point at a bigger Gemma GGUF with --model /path/gemma-3-4b-it-Q4_K_M.gguf (or set {ENV_MODEL})"
 TINY_MODEL_NOTICE = (
@@ -34,6 +35,10 @@ TINY_MODEL_NOTICE = (
 REPLY_CUE = "JSON reply:\n"
 REPEAT_PENALTY = 1.15
 CTX_STEP = 512  # context sizes are rounded up to this
+# Most tokens of note text the local model reads (0: the whole retrieval). Chosen on children-of-ash and
+# nova-regna, confirmed on de-wiki and tasks-docs: no smaller budget answered better or refused more with the
+# packaged 270M (reports/llama-context-budget.md).
+DEFAULT_CONTEXT_TOKENS = 0
 _LOOP_PERIODS = range(1, 33)  # a reply whose last 3 x p tokens repeat with period p is looping
 
 
@@ -53,11 +58,25 @@ def has_chat_template(llm: Any) -> bool:
 
 
 def default_threads() -> int:
-    """$VAULT2OKF_LLAMA_THREADS, else the physical cores."""
+    """$VAULT2OKF_LLAMA_THREADS, else the physical cores not already busy (`free_cores`)."""
     configured = os.environ.get(ENV_THREADS, "").strip()
     if configured.isdigit() and int(configured) > 0:
         return int(configured)
-    return physical_cores()
+    return free_cores(physical_cores(), _load_average())
+
+
+def free_cores(cores: int, load: float) -> int:
+    """The cores the 1-minute load average leaves free, at least one: llama.cpp's threads meet at a barrier after
+    every layer, so one thread waiting for a core stalls them all. Measured with the 270M on 2 cores under a
+    load of 6-9 (reports/bench-ask.txt): 2 threads read a prompt at 21-105 tokens/s, 1 thread at 46-236."""
+    return max(1, min(cores, cores - int(load)))
+
+
+def _load_average() -> float:
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return 0.0
 
 
 def physical_cores() -> int:
@@ -101,6 +120,20 @@ def resolve_model_path(model_path: str | Path | None) -> tuple[Path, str | None]
     return path, notice
 
 
+@dataclass(frozen=True)
+class PromptEval:
+    """What llama.cpp did with one prompt: `evaluated` tokens decoded in `ms`; the other `reused` tokens came from
+    the previous question's KV cache (the same `Llama` object keeps it: the fixed system text leads every prompt)."""
+
+    tokens: int
+    evaluated: int
+    ms: float
+
+    @property
+    def reused(self) -> int:
+        return self.tokens - self.evaluated
+
+
 class LlamaModel:
     """A local GGUF: the file (and a notice when it is the tiny packaged model), the context, the threads. The
     answerer and the agent loop's llama model (``retriever.agent.loop.LlamaAgent``) are built on it."""
@@ -134,6 +167,7 @@ class LlamaAnswerer(LlamaModel):
         model_path: str | Path | None = None,
         *,
         per_note_tokens: int = DEFAULT_PER_NOTE_TOKENS,
+        context_tokens: int = DEFAULT_CONTEXT_TOKENS,
         n_threads: int | None = None,
         n_batch: int = 1024,
         repeat_penalty: float = REPEAT_PENALTY,
@@ -143,10 +177,12 @@ class LlamaAnswerer(LlamaModel):
         if self.notice:
             log.info(self.notice)
         self.per_note_tokens = per_note_tokens
+        self.context_tokens = context_tokens
         self.repeat_penalty = repeat_penalty
         self._llm: Any = None
         self.context_size = 0  # tokens of the context allocated now (0 before the first answer)
         self.loads = 0
+        self.last_eval: PromptEval | None = None  # the last answer's prompt processing
 
     @property
     def prompt_style(self) -> str:
@@ -159,6 +195,7 @@ class LlamaAnswerer(LlamaModel):
 
     def answer(self, question: str, notes: Sequence[ContextNote], *, on_token: OnToken = None) -> Answer:
         """One structured answer; `on_token` gets the answer text as it is generated (never the JSON)."""
+        notes = fit_context(notes, self.context_tokens, self.per_note_tokens)
         if self._llm is None:  # first answer: size the context from an estimate, load once
             estimate = count_tokens(completion_prompt(*build_messages(question, notes, self.per_note_tokens)))
             self._load(self._context_for(estimate * 3 // 2))
@@ -215,6 +252,7 @@ class LlamaAnswerer(LlamaModel):
         pieces: list[str] = []
         finish = "stop"
         options = self._options(prompt_tokens)
+        _perf_reset(self._llm)
         chunks = self._llm.create_completion(prompt, stream=True, grammar=grammar, **options)
         for piece, reason in _chunks(chunks):
             if piece:
@@ -224,6 +262,7 @@ class LlamaAnswerer(LlamaModel):
                     if shown:
                         on_token(shown)
             finish = reason or finish
+        self.last_eval = _prompt_eval(self._llm, prompt_tokens)
         raw = "".join(pieces)
         tokens = len(self._llm.tokenize(raw.encode("utf-8"), add_bos=False, special=True)) if raw else 0
         return raw, finish, min(tokens, self.max_tokens)
@@ -260,6 +299,20 @@ def looping(tokens: Sequence[int]) -> bool:
         if all(tail[i] == tail[i % period] for i in range(period, span)):
             return True
     return False
+
+
+def _perf_reset(llm: Any) -> None:
+    from llama_cpp import llama_perf_context_reset
+
+    llama_perf_context_reset(llm.ctx)
+
+
+def _prompt_eval(llm: Any, prompt_tokens: int) -> PromptEval:
+    """The prompt's share of llama.cpp's counters since `_perf_reset`: batches of more than one token."""
+    from llama_cpp import llama_perf_context
+
+    perf = llama_perf_context(llm.ctx)
+    return PromptEval(prompt_tokens, perf.n_p_eval, round(perf.t_p_eval_ms, 1))
 
 
 def _grammar(text: str, verbose: bool) -> Any:

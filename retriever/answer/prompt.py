@@ -13,13 +13,15 @@ import difflib
 import re
 import unicodedata
 from collections.abc import Sequence
+from dataclasses import replace
 from urllib.parse import unquote
 
 from retriever.answer.base import Citation, ContextNote
 from retriever.answer.refusal import CITATION_LINK, NOT_FOUND
-from retriever.tokens import token_spans
+from retriever.tokens import count_tokens, token_spans
 
 DEFAULT_PER_NOTE_TOKENS = 600
+MIN_PART = 100  # fit_context: a note cut shorter than this is left out
 TRUNCATED = " …[note truncated]"
 QUOTE = "| "
 
@@ -68,6 +70,24 @@ def cap_tokens(text: str, limit: int) -> str:
     if len(spans) <= limit:
         return text
     return text[: spans[limit][0]].rstrip() + TRUNCATED
+
+
+def fit_context(notes: Sequence[ContextNote], tokens: int, per_note_tokens: int) -> list[ContextNote]:
+    """The best-ranked notes, in rank order, while their text (each capped at `per_note_tokens`) fits in
+    `tokens`; the note that overflows is cut to what is left (when that is `MIN_PART` tokens or more) and ends
+    the list. `tokens` <= 0 keeps every note. Only what the model is shown shrinks, not the retrieval: a small
+    local model reads a shorter prompt faster."""
+    if tokens <= 0:
+        return list(notes)
+    kept: list[ContextNote] = []
+    left = tokens
+    for note in notes:
+        if left < MIN_PART and kept:
+            break
+        size = min(count_tokens(note.text), per_note_tokens)
+        kept.append(note if size <= left else replace(note, text=cap_tokens(note.text, left)))
+        left -= size
+    return kept
 
 
 def session_order(notes: Sequence[ContextNote]) -> list[ContextNote]:

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from retriever.answer.base import Backend
-from vault2okf.cli.options import NO_AGENT
+from vault2okf.cli.options import CONTEXT_TOKENS, NO_AGENT
 
 
 def eval_cmd(
@@ -25,6 +25,7 @@ def eval_cmd(
     llm: Backend = typer.Option(Backend.LLAMA, "--llm", help="Answerer for --answers: llama, bedrock or extract."),
     model: str | None = typer.Option(None, "--model", help="GGUF path (llama) or model ID (bedrock)."),
     answer_tokens: int = typer.Option(160, "--answer-tokens", min=1, help="Most tokens per answer."),
+    context_tokens: int | None = CONTEXT_TOKENS,
     agent: bool = typer.Option(
         False, "--agent", help="With --answers: also answer with the agent loop and compare it to single-shot."
     ),
@@ -49,7 +50,7 @@ def eval_cmd(
     _check_writable(out_dir, default=out is None)
     paths, summary = evaluate(
         bundle, golden, out_dir, stem or f"eval-{golden.stem}", rankers=rankers,
-        answer=AnswerSpec(llm, model, answer_tokens=answer_tokens) if answers else None,
+        answer=AnswerSpec(llm, model, answer_tokens=answer_tokens, context_tokens=context_tokens) if answers else None,
         answer_method=answer_method, agent=agent_spec,
         progress=lambda msg: typer.echo(msg, err=True), per_tier=per_tier,
     )  # fmt: skip

@@ -21,6 +21,10 @@ FORCE = typer.Option(False, "--force", help="Replace a bundle holding files vaul
 BUNDLE = typer.Argument(..., help="A bundle written by `vault2okf convert`.")
 QUESTION = typer.Argument(..., help="The question.")
 CHROMA_URL = typer.Option(None, "--chroma-url", help="A Chroma server (http://host:port) instead of the bundle's.")
+CONTEXT_TOKENS = typer.Option(
+    None, "--context-tokens", min=0,
+    help="llama: most tokens of the retrieved notes the local model reads, best-ranked first (0: all; default "
+    "the answerer's). The retrieval budget (--max-tokens) is unchanged.")  # fmt: skip
 NO_AGENT = "--llm extract has no model to call the tools: use --llm llama or bedrock with --agent"
 
 Option = tuple[str, Any, Any]  # parameter name, type, typer.Option
@@ -75,6 +79,7 @@ def answer_options(command: Callable[..., None]) -> Callable[..., None]:
             0, "--gpu-layers", help="Layers to offload (llama.cpp built with Vulkan; -1 = all).")),
         ("n_ctx", int, typer.Option(8192, "--n-ctx", min=256, help="llama.cpp context window in tokens.")),
         ("answer_tokens", int, typer.Option(512, "--answer-tokens", min=1, help="Most tokens in the answer.")),
+        ("context_tokens", int | None, CONTEXT_TOKENS),
     )  # fmt: skip
 
     def spec(values: dict[str, Any]) -> AnswerSpec:

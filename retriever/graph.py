@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from retriever.okf import graph_rows
+from retriever.okf import analytics_rows, graph_rows
 
 
 @dataclass(frozen=True)
@@ -73,6 +73,20 @@ class NoteGraph:
         return {
             folder: [c.id for c in sorted(cs, key=lambda c: (c.session_key, c.id))] for folder, cs in series.items()
         }
+
+
+@dataclass(frozen=True)
+class GraphAnalytics:
+    """What the hop's analytics priors read from ``okf.duckdb``'s ``analytics`` (``vault2okf/analytics.py``):
+    each note's PageRank (summing to 1) and community. Empty for a note, or a bundle, without them."""
+
+    pagerank: dict[str, float] = field(default_factory=dict)
+    community: dict[str, str] = field(default_factory=dict)
+
+
+def load_analytics(bundle: Path) -> GraphAnalytics:
+    rows = analytics_rows(bundle)
+    return GraphAnalytics({note: pr for note, pr, _ in rows}, {note: c for note, _, c in rows})
 
 
 def load_graph(bundle: Path) -> NoteGraph:

@@ -94,3 +94,14 @@ def graph_rows(bundle: Path) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...
             "WHERE l.target_id IS NOT NULL AND l.target_id <> l.source_id ORDER BY ALL"
         ).fetchall()
     return concepts, edges
+
+
+def analytics_rows(bundle: Path) -> list[tuple[str, float, str]]:
+    """Each note's id, PageRank and community from ``analytics``; none when the table is missing."""
+    import duckdb
+
+    with read_bundle(bundle) as con:
+        try:
+            return con.execute("SELECT id, pagerank, community FROM analytics ORDER BY id").fetchall()
+        except duckdb.CatalogException:
+            return []

@@ -23,7 +23,7 @@ import numpy as np
 
 from retriever.embed import Embedder
 from retriever.errors import RetrieverError
-from retriever.graph import Concept, NoteGraph, load_graph
+from retriever.graph import Concept, GraphAnalytics, NoteGraph, load_analytics, load_graph
 from retriever.memory import ChunkTable, ContextVectors, Lexical
 from retriever.mentions import NameIndex, SessionMentions
 from retriever.rankers import RANKERS, HopInput, order, rrf
@@ -32,7 +32,8 @@ from retriever.threads import SessionThreads, Terms
 
 GRAPH_SEEDS = 5
 _CONTEXT_RANKERS = frozenset({"context", "rrf", "rrf-lex"})
-_LEXICAL_RANKERS = frozenset({"lexical", "lex-dense", "lex-dense-hub", "rrf", "rrf-lex"})
+_ANALYTICS_RANKERS = frozenset({"lex-dense-pr", "lex-dense-comm", "lex-dense-hub-comm"})
+_LEXICAL_RANKERS = frozenset({"lexical", "lex-dense", "lex-dense-hub", "rrf", "rrf-lex", *_ANALYTICS_RANKERS})
 DEFAULT_RANKER = "lex-dense"  # the default search's hop ranker: chosen blind, see DEFAULT_SPEC
 
 
@@ -229,6 +230,10 @@ class Retriever:
         return ContextVectors.build(self.graph, self.embedder, self.bundle / ".vault2okf")
 
     @cached_property
+    def analytics(self) -> GraphAnalytics:
+        return load_analytics(self.bundle)
+
+    @cached_property
     def names(self) -> NameIndex:
         return NameIndex.from_graph(self.graph)
 
@@ -259,6 +264,8 @@ class Retriever:
                 self.lexical.save(self.lexical_file)
         if spec.mode is not Mode.VECTOR and spec.ranker in _CONTEXT_RANKERS:
             _ = self.contexts
+        if spec.mode is not Mode.VECTOR and spec.ranker in _ANALYTICS_RANKERS:
+            _ = self.analytics
         if spec.mode is not Mode.VECTOR and spec.mentions:
             _ = self.session_mentions
         if spec.mode is not Mode.VECTOR and spec.named:
@@ -364,6 +371,7 @@ class Retriever:
             question, qvec, seeds, self.graph, self.table,
             self.contexts if spec.ranker in _CONTEXT_RANKERS else None,
             lambda: self.lexical.note_scores(question, phrases=spec.phrases),
+            lambda: self.analytics,
         )  # fmt: skip
         scores = RANKERS[spec.ranker](inp, candidates)
         ranked = [*thread, *(n for n in order(scores) if n not in thread)]  # the thread first, in session order

@@ -5,8 +5,9 @@
 For every golden set ``golden/<vault>.jsonl`` it converts ``../shared/vaults/<vault>`` into WORK/<vault> and indexes
 it with the offline MiniLM (only changed notes are embedded again), runs ``vector@15`` and every
 candidate on every question, and caches the scores in WORK/selection-<vault>.json (``--reuse`` reads those
-instead of searching again). It writes reports/ranker-selection.md: every fold, then the choice on all vaults,
-with paired sign tests and bootstrap intervals per vault and tier.
+and searches only for the candidates the cache does not hold, unless its questions are not the golden set's).
+It writes reports/ranker-selection.md: every fold, then the choice on all vaults, with paired sign tests and
+bootstrap intervals per vault and tier.
 """
 
 from __future__ import annotations
@@ -34,13 +35,15 @@ VAULTS = ROOT.parent / "shared" / "vaults"
 REPORT = ROOT / "reports" / "ranker-selection.md"
 RANKERS = ("lex-dense-hub", "lex-dense", "dense-hub")  # rrf and context embed every link sentence: too dear here
 TOP_RANKERS = ("lex-dense-hub", "lex-dense")  # the structural choices the story-thread and phrase options join
+ANALYTICS_RANKERS = ("lex-dense-pr", "lex-dense-comm", "lex-dense-hub-comm")  # graph-analytics priors on the hop
 MATCH = 15
 FLAGS = ("mentions", "named", "dedup", "threads", "phrases")
 
 
 def candidates() -> list[Candidate]:
     """The grid of the first selection (96), then threads and phrases on its best structural choices (k=10, the
-    lexical hop rankers, either seeds, with or without dedup): the grid stays affordable on two cores."""
+    lexical hop rankers, either seeds, with or without dedup), then the graph-analytics hop rankers on the best
+    structures of that round (k=10, either seeds, dedup and phrases): the grid stays affordable on two cores."""
     out = [
         _candidate(k, seeds, ranker, mentions=m, named=n, dedup=d)
         for k, seeds, ranker, m, n, d in itertools.product(
@@ -51,6 +54,8 @@ def candidates() -> list[Candidate]:
         ("dense", "hybrid"), TOP_RANKERS, (False, True), ((True, False), (False, True), (True, True))
     ):
         out.append(_candidate(10, seeds, ranker, dedup=dedup, threads=threads, phrases=phrases))
+    for seeds, ranker in itertools.product(("hybrid", "dense"), ANALYTICS_RANKERS):
+        out.append(_candidate(10, seeds, ranker, dedup=True, phrases=True))
     return out
 
 
@@ -73,22 +78,28 @@ def cli(*args: str) -> None:
 
 
 def score_vault(vault: str, work: Path, cands: list[Candidate], reuse: bool) -> dict[str, Any]:
+    """The vault's scores: every method searched, or with ``reuse`` only those its cache does not hold."""
     cache = work / f"selection-{vault}.json"
-    if reuse and cache.exists():
-        return json.loads(cache.read_text("utf-8"))
+    questions = load_golden(ROOT / "golden" / f"{vault}.jsonl")
+    tiers = {q.id: q.tier.value for q in questions}
+    cached = json.loads(cache.read_text("utf-8")) if reuse and cache.exists() else {}
+    if cached.get("tiers") != tiers:  # no cache, or one of another golden set: search everything
+        cached = {"summaries": {}, "recall": {}}
+    methods = [Method(REFERENCE, SearchSpec(Mode.VECTOR, MATCH))] + [Method(c.name, spec_of(c)) for c in cands]
+    missing = [m for m in methods if m.name not in cached["summaries"]]
+    if not missing:
+        return cached
+    print(f"{vault}: searching {len(missing)} of {len(methods)} methods", flush=True)
     bundle = work / vault
     cli("convert", str(VAULTS / vault), "-o", str(bundle))  # cheap, and the graph is then this code's
     cli("index", str(bundle), "--embedder", "minilm", "--no-progress")  # returns at once when nothing changed
-    questions = load_golden(ROOT / "golden" / f"{vault}.jsonl")
-    retriever = Retriever.open(bundle)
-    methods = [Method(REFERENCE, SearchSpec(Mode.VECTOR, MATCH))] + [Method(c.name, spec_of(c)) for c in cands]
-    result = run_methods(retriever, questions, methods)
+    result = run_methods(Retriever.open(bundle), questions, missing)
     rows = per_question(questions, result.run)
     data = {
         "vault": vault,
-        "summaries": summarise(questions, result.run, result.budgets),
-        "recall": {m.name: {r["id"]: r["recall"][m.name] for r in rows} for m in methods},
-        "tiers": {q.id: q.tier.value for q in questions},
+        "summaries": {**cached["summaries"], **summarise(questions, result.run, result.budgets)},
+        "recall": {**cached["recall"], **{m.name: {r["id"]: r["recall"][m.name] for r in rows} for m in missing}},
+        "tiers": tiers,
     }
     cache.write_text(json.dumps(data, indent=1) + "\n", "utf-8")
     return data
@@ -138,7 +149,9 @@ def render(data: dict[str, Any], scores: dict[str, Any], cands: list[Candidate])
         f"The pick maximises the worst vault's margin. {len(cands)} candidates: k in (5, 10), dense or hybrid "
         f"seeds, rankers {', '.join(RANKERS)}, with or without session mentions, named notes and note dedup; "
         f"then, at k=10 with rankers {', '.join(TOP_RANKERS)}, either seeds, with or without dedup: story threads "
-        "across sessions (`+threads`), phrase-aware BM25 (`+phrases`) or both; adjacent sessions always offered.",
+        "across sessions (`+threads`), phrase-aware BM25 (`+phrases`) or both; then, at k=10 with dedup and "
+        f"phrases, either seeds, the graph-analytics hop rankers {', '.join(ANALYTICS_RANKERS)} (a PageRank "
+        "prior, a same-community bonus); adjacent sessions always offered.",
         "",
         "## Leave one vault out",
         "",

@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from retriever.graph import Concept, NoteGraph
+from retriever.graph import Concept, GraphAnalytics, NoteGraph
 from retriever.memory import ChunkTable, ContextVectors
-from retriever.rankers import RANKERS, RRF_K, HopInput, dense, dense_hub, fuse, order, support
+from retriever.rankers import RANKERS, RRF_K, HopInput, dense, dense_comm, dense_hub, dense_pr, fuse, order, support
+from retriever.rankers.prior import COMMUNITY_BONUS
 
 
 def concept(note: str) -> Concept:
@@ -93,3 +94,35 @@ def test_file_order_is_vault_path_order(inp: HopInput) -> None:
 def test_every_registered_ranker_scores_every_candidate(inp: HopInput) -> None:
     for name, ranker in RANKERS.items():
         assert set(ranker(inp, ["a", "b", "c"])) == {"a", "b", "c"}, name
+
+
+@pytest.fixture
+def near() -> HopInput:
+    # seed s reaches a and b (same degree); a matches the question a little better (cosine .743 vs .707), b is
+    # the better BM25 match, central (PageRank .5 of 4 notes) and in s's community; a is neither
+    graph = NoteGraph(
+        {n: concept(n) for n in ("s", "a", "b", "z")},
+        {"s": {"a": ["s a"], "b": ["s b"]}, "a": {"s": ["s a"]}, "b": {"s": ["s b"]}},
+    )
+    table = ChunkTable(["a#0", "b#0"], ["a", "b"], ["A", "B"], np.array([5, 5]),
+                       np.vstack([unit(1, 0.9), unit(1, 1)]), {"a": [0], "b": [1]})  # fmt: skip
+    analytics = GraphAnalytics({"s": 0.2, "a": 0.1, "b": 0.5, "z": 0.2}, {"s": "s", "b": "s", "a": "a", "z": "z"})
+    return HopInput("q", unit(1, 0), {"s": 0.9}, graph, table, None, lambda: {"b": 1.0}, lambda: analytics)
+
+
+@pytest.mark.parametrize("name", ["lex-dense-pr", "lex-dense-comm", "lex-dense-hub-comm"])
+def test_an_analytics_prior_turns_dense_round_for_the_central_same_community_note(near: HopInput, name: str) -> None:
+    assert order(RANKERS["lex-dense"](near, ["a", "b"])) == ["a", "b"]  # lexical says b, dense a: a tie, by id
+    assert order(RANKERS[name](near, ["a", "b"])) == ["b", "a"]  # the prior turns dense round: both say b
+
+
+def test_the_priors_are_plain_dense_without_analytics(near: HopInput) -> None:
+    near.analytics = GraphAnalytics  # an older bundle: no analytics table
+    assert dense_pr(near, ["a", "b"]) == dense_comm(near, ["a", "b"]) == dense(near, ["a", "b"])
+    assert order(RANKERS["lex-dense-comm"](near, ["a", "b"])) == ["a", "b"]
+
+
+def test_the_pagerank_prior_and_the_community_bonus_by_hand(near: HopInput) -> None:
+    a, b = 1 / np.sqrt(1.81), np.sqrt(0.5)
+    assert dense_pr(near, ["a", "b"]) == pytest.approx({"a": a * np.log2(2 + 0.4), "b": b * np.log2(2 + 2)})
+    assert dense_comm(near, ["a", "b"]) == pytest.approx({"a": a, "b": b + COMMUNITY_BONUS})

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import duckdb
 import pytest
 
+from retriever.graph import GraphAnalytics, load_analytics
 from retriever.index import index_bundle
 from retriever.rankers import RANKERS
 from retriever.retrieve import Budget, Retriever, SearchSpec
@@ -99,6 +101,15 @@ def test_graph_mode_seeds_from_five_and_adds_only_new_notes(retriever: Retriever
 def test_every_ranker_runs_within_budget(retriever: Retriever, ranker: str) -> None:
     r = retriever.search("the ghoul in the crypt", SearchSpec("union", 2, ranker=ranker, budget=Budget(5, 400)))
     assert r.ranker == ranker and r.notes <= 5 and r.tokens <= 400
+
+
+def test_the_analytics_priors_read_the_bundle_and_do_without_it(retriever: Retriever, tmp_path: Path) -> None:
+    assert sum(retriever.analytics.pagerank.values()) == pytest.approx(1.0)
+    assert set(retriever.analytics.community) == set(retriever.graph.concepts)
+    shutil.copy(retriever.bundle / "okf.duckdb", tmp_path / "okf.duckdb")
+    with duckdb.connect(str(tmp_path / "okf.duckdb")) as con:
+        con.execute("DROP TABLE analytics")
+    assert load_analytics(tmp_path) == GraphAnalytics()
 
 
 def test_hybrid_seeds_find_a_rare_name(retriever: Retriever) -> None:

@@ -10,6 +10,8 @@ each:
 - ``lex-dense`` (the default search's, see reports/ranker-selection.md): reciprocal rank fusion of lexical
   and dense;
 - ``lex-dense-hub``: reciprocal rank fusion of lexical and dense-hub;
+- ``lex-dense-pr``, ``lex-dense-comm``, ``lex-dense-hub-comm`` (``prior``: the bundle's graph analytics): the
+  same fusions with a PageRank prior on dense, or a bonus for a note in the community of a seed that reached it;
 - ``rrf``: reciprocal rank fusion of context, support, lexical and dense;
 - ``rrf-lex``: reciprocal rank fusion of context, support and lexical (no dense);
 - ``file``: vault path order, the naive baseline.
@@ -23,6 +25,7 @@ from retriever.rankers.context import context
 from retriever.rankers.dense import dense, dense_hub
 from retriever.rankers.fusion import RRF_K, fuse, rrf
 from retriever.rankers.lexical import lexical
+from retriever.rankers.prior import dense_comm, dense_hub_comm, dense_pr
 from retriever.rankers.support import support
 
 RANKERS: dict[str, Ranker] = {
@@ -33,6 +36,9 @@ RANKERS: dict[str, Ranker] = {
     "lexical": lexical,
     "lex-dense": fuse(lexical, dense),
     "lex-dense-hub": fuse(lexical, dense_hub),
+    "lex-dense-pr": fuse(lexical, dense_pr),
+    "lex-dense-comm": fuse(lexical, dense_comm),
+    "lex-dense-hub-comm": fuse(lexical, dense_hub_comm),
     "rrf": fuse(context, support, lexical, dense),
     "rrf-lex": fuse(context, support, lexical),
     "file": file_order,
@@ -40,6 +46,6 @@ RANKERS: dict[str, Ranker] = {
 RankerName = StrEnum("RankerName", {name: name for name in RANKERS})  # type: ignore[misc]  # for option parsing
 
 __all__ = [
-    "RANKERS", "RRF_K", "HopInput", "Ranker", "RankerName", "Scores", "context", "dense", "dense_hub", "file_order",
-    "fuse", "lexical", "order", "rrf", "support",
+    "RANKERS", "RRF_K", "HopInput", "Ranker", "RankerName", "Scores", "context", "dense", "dense_comm", "dense_hub",
+    "dense_hub_comm", "dense_pr", "file_order", "fuse", "lexical", "order", "rrf", "support",
 ]  # fmt: skip

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from retriever.graph import NoteGraph
+from retriever.graph import GraphAnalytics, NoteGraph
 from retriever.memory import ChunkTable, ContextVectors
 
 Scores = dict[str, float]
@@ -22,6 +22,7 @@ class HopInput:
     table: ChunkTable
     contexts: ContextVectors | None
     lexical_scores: Callable[[], dict[str, float]]  # lazy: BM25 over notes for the question
+    analytics: Callable[[], GraphAnalytics] = field(default=GraphAnalytics)  # lazy: the bundle's, for the priors
 
 
 Ranker = Callable[[HopInput, Sequence[str]], Scores]

@@ -43,7 +43,9 @@ def search_options(command: Callable[..., None]) -> Callable[..., None]:
         ("max_tokens", int, typer.Option(D.budget.tokens, "--max-tokens", min=1, help="Most tokens of context.")),
         ("match_vector", int, typer.Option(D.budget.match or 0, "--match-vector", min=0,
             help="Cap the hop at what vector search at this k spends on the question (0: no such cap).")),
-        ("ranker", RankerName, typer.Option(D.ranker, "--ranker", help="How the hop ranks neighbours.")),
+        ("ranker", RankerName, typer.Option(D.ranker, "--ranker", help="How the hop ranks neighbours; lex-dense-pr, "
+            "lex-dense-comm, lex-dense-hub-comm add the bundle's PageRank or a same-community bonus (lost the blind "
+            "selection).")),
         ("seeds", Seeds, typer.Option(D.seeds, "--seeds", help="Vector stage: dense, or hybrid (dense + BM25).")),
         ("dedup", bool, typer.Option(D.dedup, "--dedup/--no-dedup", help="Vector stage takes k notes, not k chunks.")),
         ("sessions", bool, typer.Option(

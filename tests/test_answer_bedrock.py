@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import boto3
 import pytest
 from botocore.stub import Stubber
@@ -221,3 +223,48 @@ def test_region_comes_from_aws_region(no_aws, monkeypatch):
 def test_unknown_profile_is_an_answer_error(no_aws):
     with pytest.raises(AnswerError, match="list-profiles"):
         BedrockAnswerer(MODEL, region="us-east-1", profile="nope")
+
+
+GOLDEN_SETS = sorted((Path(__file__).resolve().parents[1] / "golden").glob("*.jsonl"))
+
+
+@pytest.mark.parametrize("golden", GOLDEN_SETS, ids=[g.stem for g in GOLDEN_SETS])
+def test_every_bedrock_citation_of_every_golden_question_points_into_its_context(golden, tmp_path, client):
+    """Scripted Converse replies (no recorded ones can be made offline; these are in the API's real shape), one per
+    golden question over the context the extract test builds: each cites a gold note under one of its headings, a
+    note the context does not hold, and a heading the note does not have. Only citations into the context, with
+    headings of their note and quotes from it, may come out."""
+    from test_answer_extract import VAULTS, golden_contexts
+
+    from retriever.answer.extract import passages
+
+    if not (VAULTS / golden.stem).is_dir():
+        pytest.skip(f"the shared vault {golden.stem} is not here")
+    answerer = BedrockAnswerer(MODEL, client=client, max_tokens=256, sleep=lambda s: None)
+    cited = 0
+    with Stubber(client) as stub:
+        for q, notes in golden_contexts(golden, tmp_path):
+            by_id = {n.note_id: n for n in notes}
+            first = by_id.get(q["gold"][0].removesuffix(".md"), notes[0]) if q["gold"] else notes[0]
+            parts = passages(first)
+            said = parts[0] if parts else None
+            reply = {
+                "answer": said.text if said else "It is in the notes.",
+                "citations": [
+                    {"note_id": first.note_id, "heading": said.heading if said else ""},
+                    {"note_id": "Nowhere/Invented Note", "heading": ""},  # not in the context
+                    {"note_id": notes[-1].note_id, "heading": "A Heading No Note Has"},
+                ],
+                "not_found": False,
+            }
+            stub.add_response("converse", tool_response(reply))
+            answer = answerer.answer(q["question"], notes)
+            assert answer.citations, q["id"]
+            for c in answer.citations:
+                note = by_id[c.note_id]  # a KeyError is a citation outside the context
+                assert c.heading in {"", *(p.heading for p in passages(note))}, (q["id"], c.ref)
+                assert not c.quote or c.quote in note.text, (q["id"], c.ref)
+            assert "Nowhere/Invented Note" not in {c.note_id for c in answer.citations}
+            cited += len(answer.citations)
+        stub.assert_no_pending_responses()
+    assert cited >= 27  # every question answered with at least its first citation kept

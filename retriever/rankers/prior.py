@@ -1,6 +1,7 @@
 """Graph-analytics priors on ``dense`` (issue 25): PageRank and communities from ``okf.duckdb``'s ``analytics``.
 
-Without analytics (an older bundle, a note missing from the table) both are plain ``dense``.
+Without analytics (a database lacking the table: `read_bundle` refuses any bundle older than schema 3, so only a
+damaged one; or a note missing from the table) both are plain ``dense``.
 """
 
 from __future__ import annotations

@@ -143,6 +143,16 @@ def _blob(values: list[str]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _unblob(blob: np.ndarray, ends: np.ndarray) -> list[str]:
+    """The strings back: a NUL put after each one by numpy, then one decode and one split, both in C (a cold
+    search reads some 10^5 BM25 terms; slicing and decoding them one by one cost it 0.1 s). Strings that hold a
+    NUL themselves split wrongly, are counted off and take the slow way."""
+    ends = np.asarray(ends, dtype=np.int64)
+    if not len(ends):
+        return []
+    marked = np.insert(np.asarray(blob, dtype=np.uint8), ends[:-1], 0)
+    values = marked.tobytes().decode().split("\x00")
+    if len(values) == len(ends):
+        return values
     raw = blob.tobytes()
     starts = [0, *ends[:-1].tolist()]
     return [raw[a:b].decode() for a, b in zip(starts, ends.tolist(), strict=True)]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import retriever.answer.llama as llama_module
 from retriever.answer.base import AnswerError, ContextNote, get_answerer
 from retriever.answer.llama import (
     ENV_MODEL,
@@ -152,12 +153,38 @@ def test_quiet_unless_verbose(capfd, monkeypatch):
 
 def test_threads_default_to_the_free_physical_cores(monkeypatch):
     monkeypatch.delenv(ENV_THREADS, raising=False)
-    monkeypatch.setattr(os, "getloadavg", lambda: (0.2, 0.5, 0.5))
+    monkeypatch.setattr(llama_module, "_busy_now", lambda: 0.0)
     assert default_threads() == physical_cores() >= 1  # an idle machine: every physical core
-    monkeypatch.setattr(os, "getloadavg", lambda: (64.0, 8.0, 8.0))
+    monkeypatch.setattr(llama_module, "_busy_now", lambda: 64.0)
     assert default_threads() == 1  # a busy one: one thread, never zero
     monkeypatch.setenv(ENV_THREADS, "3")
     assert default_threads() == 3
+
+
+def test_busy_now_counts_runnable_tasks_now_not_the_last_minute(monkeypatch, tmp_path):
+    """The kernel's runnable count, less this process, its lowest over the samples; the load average only where
+    there is no /proc/loadavg."""
+    readings = iter(["7.50 7.00 6.00 3/400 999\n", "7.50 7.00 6.00 2/400 999\n", "7.50 7.00 6.00 4/400 999\n"])
+    real_open = open
+
+    def fake_open(path, *args, **kwargs):
+        if str(path) == "/proc/loadavg":
+            loadavg = tmp_path / "loadavg"
+            loadavg.write_text(next(readings), "ascii")
+            return real_open(loadavg, *args, **kwargs)
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", fake_open)
+    monkeypatch.setattr(os, "getloadavg", lambda: (7.5, 7.0, 6.0))
+    assert llama_module._busy_now(samples=3, gap=0) == 1.0  # min(3, 2, 4) runnable, one of them us
+
+    def no_proc(path, *args, **kwargs):
+        if str(path) == "/proc/loadavg":
+            raise FileNotFoundError(path)
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", no_proc)
+    assert llama_module._busy_now(samples=3, gap=0) == 7.5
 
 
 @pytest.mark.parametrize(

@@ -58,17 +58,36 @@ def has_chat_template(llm: Any) -> bool:
 
 
 def default_threads() -> int:
-    """$VAULT2OKF_LLAMA_THREADS, else the physical cores not already busy (`free_cores`)."""
+    """$VAULT2OKF_LLAMA_THREADS, else the physical cores not already busy (`free_cores`) now."""
     configured = os.environ.get(ENV_THREADS, "").strip()
     if configured.isdigit() and int(configured) > 0:
         return int(configured)
-    return free_cores(physical_cores(), _load_average())
+    return free_cores(physical_cores(), _busy_now())
+
+
+def _busy_now(samples: int = 5, gap: float = 0.004) -> float:
+    """How many other tasks want a core now: the fewest runnable tasks the kernel counts (``/proc/loadavg``'s
+    fourth field) over a few samples 4 ms apart, less this process. The 1-minute load average lags by a minute:
+    right after one command it still counts that command, and gave the next `ask` one thread on an idle 2-core
+    machine, reading its prompt at ~300 tokens/s where two threads read ~550 (reports/bench-llama-threads.txt).
+    Without ``/proc`` (not Linux) the load average it is."""
+    try:
+        running = []
+        for i in range(samples):
+            if i:
+                time.sleep(gap)
+            with open("/proc/loadavg", encoding="ascii") as loadavg:
+                running.append(int(loadavg.read().split()[3].split("/")[0]))
+    except (OSError, ValueError, IndexError):
+        return _load_average()
+    return float(max(0, min(running) - 1))
 
 
 def free_cores(cores: int, load: float) -> int:
-    """The cores the 1-minute load average leaves free, at least one: llama.cpp's threads meet at a barrier after
-    every layer, so one thread waiting for a core stalls them all. Measured with the 270M on 2 cores under a
-    load of 6-9 (reports/bench-ask.txt): 2 threads read a prompt at 21-105 tokens/s, 1 thread at 46-236."""
+    """The cores that ``load`` other runnable tasks leave free, at least one: llama.cpp's threads meet at a
+    barrier after every layer, so one thread waiting for a core stalls them all. Measured with the 270M on 2
+    cores under a load of 6-9 (reports/bench-llama-threads.txt): 2 threads read a prompt at 21-105 tokens/s, 1
+    thread at 46-236; idle, 455-652 vs 262-349."""
     return max(1, min(cores, cores - int(load)))
 
 

@@ -193,12 +193,12 @@ def _fallback(bundle_dir: Path | str) -> str:
     return f"questions are embedded with FlagEmbedding; run `vault2okf index {bundle_dir}` to rebuild it"
 
 
-def load_index_encoder(bundle_dir: Path | str) -> tuple[OnnxEncoder | None, str | None]:
-    """`load_encoder` for the embedder the bundle's index records (``Retriever.open`` runs it in a thread)."""
+def load_index_encoder(bundle_dir: Path | str) -> tuple[IndexInfo, tuple[OnnxEncoder | None, str | None]]:
+    """The index the bundle records, and `load_encoder` for its embedder (``Retriever.open`` runs it in a thread)."""
     from retriever.index import read_index_info
 
     info = read_index_info(bundle_dir)
-    return load_encoder(bundle_dir, info.embedder, info.embedder_spec)
+    return info, load_encoder(bundle_dir, info.embedder, info.embedder_spec)
 
 
 def question_embedder(
@@ -209,19 +209,9 @@ def question_embedder(
     loaded: tuple[OnnxEncoder | None, str | None] | None = None,
 ) -> tuple[Embedder, str | None]:
     """The embedder a search of this index embeds its questions with, and a notice when it is not the ONNX one;
-    ``loaded``: what `load_index_encoder` gave for this index, when it already ran."""
+    ``loaded``: what `load_encoder` gave for this index, when it already ran."""
     if device != "cpu":  # the export runs on onnxruntime's CPU provider; an accelerator is FlagEmbedding's
         return get_embedder(info.embedder_spec, device=device), None
-    if (
-        loaded
-        and loaded[0] is not None
-        and (loaded[0].settings.embedder, loaded[0].settings.embedder_spec)
-        != (
-            info.embedder,
-            info.embedder_spec,
-        )
-    ):
-        loaded = None  # an `index` with another embedder finished in between: load what this index records
     encoder, notice = loaded or load_encoder(bundle_dir, info.embedder, info.embedder_spec)
     if encoder is None:
         return get_embedder(info.embedder_spec, device=device), notice

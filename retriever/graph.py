@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import posixpath
 from collections import defaultdict
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import astuple, dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -134,7 +135,7 @@ def _read_graph_cache(bundle: Path, key: list[int | str]) -> NoteGraph | None:
         data = json.loads((bundle / ".vault2okf" / GRAPH_CACHE).read_text(encoding="utf-8"))
         if data.get("key") != key:
             return None
-        concepts = {c[0]: Concept(c[0], c[1], c[2], c[3], c[4], tuple(c[5]), c[6], c[7]) for c in data["concepts"]}
+        concepts = {c[0]: _concept(c) for c in data["concepts"]}
         neighbours = {a: {b: list(texts) for b, texts in nbrs.items()} for a, nbrs in data["neighbours"].items()}
     except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError):
         return None  # missing or damaged: read the database instead
@@ -148,8 +149,7 @@ def _write_graph_cache(bundle: Path, key: list[int | str], graph: NoteGraph) -> 
     folder = bundle / ".vault2okf"
     if not folder.is_dir():
         return  # not indexed: nothing of ours to put it beside
-    concepts = [[c.id, c.title, c.vault_path, c.doc_path, c.type, list(c.aliases), c.session_number, c.session_date]
-                for c in graph.concepts.values()]  # fmt: skip
+    concepts = [astuple(c) for c in graph.concepts.values()]  # a row as `_concept` reads it
     part = folder / f"{GRAPH_CACHE}.part-{os.getpid()}"
     with contextlib.suppress(OSError):  # read-only or full: the next search reads the database again
         try:
@@ -160,8 +160,13 @@ def _write_graph_cache(bundle: Path, key: list[int | str], graph: NoteGraph) -> 
             part.unlink(missing_ok=True)
 
 
+def _concept(row: Sequence[Any]) -> Concept:
+    """A concept from its row: ``graph_rows``' columns, or the same list in the cache."""
+    return Concept(row[0], row[1], row[2], row[3], row[4], tuple(row[5]), row[6], row[7])
+
+
 def _graph(rows: list[tuple[Any, ...]], edges: list[tuple[Any, ...]]) -> NoteGraph:
-    concepts = {r[0]: Concept(r[0], r[1], r[2], r[3], r[4], tuple(r[5]), r[6], r[7]) for r in rows}
+    concepts = {r[0]: _concept(r) for r in rows}
     neighbours: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
     for source, target, context, source_title, target_title in edges:
         text = context or f"{source_title}: {target_title}"  # frontmatter links carry no sentence

@@ -11,9 +11,9 @@ session order, within the same budget.
 from __future__ import annotations
 
 import contextlib
-import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from functools import cached_property
@@ -174,28 +174,6 @@ class Retrieval:
         return sum(h.tokens for h in self.hits)
 
 
-class _Background:
-    """``function(*args, **kwargs)`` in a daemon thread; ``result()`` waits for it and returns its value or raises
-    its exception, so a caller sees the same outcome as a plain call."""
-
-    def __init__(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
-        self._box: dict[str, Any] = {}
-        self._thread = threading.Thread(target=self._run, args=(function, args, kwargs), daemon=True)
-        self._thread.start()
-
-    def _run(self, function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        try:
-            self._box["value"] = function(*args, **kwargs)
-        except BaseException as error:  # handed to result(), in the caller's thread
-            self._box["error"] = error
-
-    def result(self) -> Any:
-        self._thread.join()
-        if "error" in self._box:
-            raise self._box["error"]
-        return self._box["value"]
-
-
 class Retriever:
     """An opened bundle index: the in-memory chunk table (exact vector search, the hop's chunks) and the graph.
 
@@ -240,11 +218,13 @@ class Retriever:
         # The ONNX question encoder loads in a thread while this one reads the graph and the chunk table:
         # onnxruntime builds its session without the GIL (0.15-0.2 s of a cold search on two cores). Its errors
         # wait for `result()`, after the bundle's and the index's own checks, so they come in the same order.
-        encoder = _Background(load_index_encoder, bundle) if device == "cpu" else None
-        graph = graph or load_graph(bundle)
-        info, table, store = open_table(bundle, chroma_url=chroma_url)
-        loaded = encoder.result() if encoder is not None else None
-        embedder, notice = question_embedder(bundle, info, device=device, loaded=loaded)
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            pending = pool.submit(load_index_encoder, bundle) if device == "cpu" else None
+            graph = graph or load_graph(bundle)
+            info, table, store = open_table(bundle, chroma_url=chroma_url)
+            read_info, loaded = pending.result() if pending is not None else (None, None)
+        # the thread's encoder only for the index read here (an `index` may have finished in between)
+        embedder, notice = question_embedder(bundle, info, device=device, loaded=loaded if read_info == info else None)
         opened = cls(bundle, store, embedder, graph, table, lexical_path(bundle, info.collection))
         opened.notices = (*index_notices(bundle, info, table, store), *([notice] if notice else []))
         return opened

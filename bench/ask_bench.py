@@ -163,14 +163,14 @@ def prompt_speed(bundle: Path, rounds: int) -> None:
     """Prompt tokens/s of the answerer vs a plain llama-cpp-python call, same prompt, same process, alternating."""
     import llama_cpp
 
-    from retriever.answer.ask import context_notes
-    from retriever.answer.base import AnswerSpec
+    from retriever.answer.backends import AnswerSpec
+    from retriever.answer.prompt import context_notes
     from retriever.retrieve import DEFAULT_SPEC, Retriever
 
     say(f"## Prompt processing, 270M GGUF ({rounds} rounds, alternating, medians) — {load()}")
     retriever = Retriever.open(bundle)
     notes = context_notes(retriever.search(ASK_Q, DEFAULT_SPEC))  # what `ask` retrieves
-    answerer: Any = AnswerSpec(answer_tokens=1).answerer()  # `ask`'s answerer, one token per answer
+    answerer: Any = AnswerSpec.of(answer_tokens=1).answerer()  # `ask`'s answerer, one token per answer
     answerer.answer(ASK_Q, notes)  # loads the model, sizes its context
     prompt = answerer.prompt(ASK_Q, notes)
     plain = llama_cpp.Llama(model_path=str(answerer.model_path), n_ctx=answerer.context_size, verbose=False)
@@ -444,15 +444,15 @@ def timed_streams(command: Sequence[str], tty: bool) -> dict[str, float]:
 
 
 def cold_ask(bundle: Path, runs: int) -> None:
-    from retriever.answer.ask import context_notes
-    from retriever.answer.base import AnswerSpec
+    from retriever.answer.backends import AnswerSpec
+    from retriever.answer.prompt import context_notes
     from retriever.retrieve import DEFAULT_SPEC, Retriever
 
     say(f"## Cold ask --answer-tokens 64 (270M) on {bundle.name}, on a terminal, vs a plain llama-cpp-python call "
         f"on the same prompt ({runs} alternating rounds, medians) — {load()}")  # fmt: skip
     retriever = Retriever.open(bundle)
-    notes = context_notes(retriever.search(ASK_Q, DEFAULT_SPEC), retriever.graph.concepts)
-    answerer: Any = AnswerSpec(answer_tokens=64).answerer()
+    notes = context_notes(retriever.search(ASK_Q, DEFAULT_SPEC))
+    answerer: Any = AnswerSpec.of(answer_tokens=64).answerer()
     first = answerer.answer(ASK_Q, notes)  # loads the model: the exact prompt `ask` builds, and its size
     prompt_file = ROOT / "out" / "bench-ask-prompt.txt"
     prompt_file.parent.mkdir(exist_ok=True)
@@ -504,16 +504,16 @@ class _Clock:
 def warm_chat(bundle: Path, golden: Path) -> None:
     """`chat`'s own session (the extract answerer: no model to wait for) on every golden question: question
     typed to the sources line on screen, as ChatSession prints it."""
-    from retriever.answer.base import AnswerSpec, Backend
+    from retriever.answer.backends import AnswerSpec, Backend
+    from retriever.asker import Asker
     from retriever.retrieve import DEFAULT_SPEC
     from vault2okf.cli.chat import ChatSession
-    from vault2okf.cli.search import open_retriever
+    from vault2okf.cli.options import open_retriever
 
     questions = [json.loads(line)["question"] for line in golden.read_text("utf-8").splitlines() if line.strip()]
     say(f"## Warm chat on {bundle.name}: {len(questions)} golden questions, question to sources — {load()}")
-    retriever = open_retriever(bundle, None)
-    retriever.prepare(DEFAULT_SPEC)
-    session = ChatSession(retriever, DEFAULT_SPEC, AnswerSpec(Backend.EXTRACT).answerer(), out=_Clock("\0"))  # type: ignore[arg-type]
+    retriever = open_retriever(bundle, None, DEFAULT_SPEC)
+    session = ChatSession(Asker(retriever, DEFAULT_SPEC, AnswerSpec.of(Backend.EXTRACT)), out=_Clock("\0"))  # type: ignore[arg-type]
     session.err = _Clock("\0")  # type: ignore[assignment]
     session.handle("warm up")
     for label in ("pass 1", "pass 2"):

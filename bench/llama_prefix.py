@@ -13,16 +13,16 @@ import statistics
 import sys
 from pathlib import Path
 
-from retriever.answer.ask import context_notes
 from retriever.answer.llama import LlamaAnswerer
+from retriever.answer.prompt import context_notes
 from retriever.retrieve import DEFAULT_SPEC, Retriever
 
 bundle = Path(sys.argv[1])
 golden = Path(sys.argv[2])
 qs = [json.loads(line)["question"] for line in golden.read_text().splitlines()[:2]]
 r = Retriever.open(bundle)
-notes = [context_notes(r.search(q, DEFAULT_SPEC), r.graph.concepts) for q in qs]
-a = LlamaAnswerer(max_tokens=4)
+notes = [context_notes(r.search(q, DEFAULT_SPEC)) for q in qs]
+a = LlamaAnswerer(answer_tokens=4)
 a.answer(qs[0], notes[0])
 a.answer(qs[1], notes[1])  # load and size once
 res = {True: [], False: []}

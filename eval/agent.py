@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any
 from eval.golden import Question, Tier
 from eval.metrics import mean, recall
 from eval.scoring import AnswerScore, score_answer
-from retriever.answer.base import AnswerSpec
+from retriever.answer.backends import AnswerSpec
 from retriever.retrieve import Retriever
 
 if TYPE_CHECKING:
-    from retriever.agent.loop import AgentSpec
+    from retriever.agent.spec import AgentSpec
 
 COST_KEYS = ("tool_calls", "tokens", "seconds")
 
@@ -43,21 +43,22 @@ def run_agent_answers(
     spec: Any,
     progress: Callable[[str], None] | None = None,
 ) -> tuple[dict[str, AnswerScore], dict[str, dict[str, Any]]]:
-    """Answer every question with the agent loop: scores, and per question notes read, calls, cost, trace."""
-    from retriever.agent.loop import get_driver, run_agent
-    from retriever.agent.tools import BundleTools
+    """Answer every question with the agent loop, the way ``ask --agent`` would: scores, and per question notes read,
+    calls, cost, trace."""
+    from retriever.asker import Asker
+    from retriever.retrieve import DEFAULT_SPEC
 
-    tools = BundleTools(bundle, spec=spec, retriever=retriever)
-    driver = get_driver(answer)
     vocabulary = {c.title for c in retriever.graph.concepts.values()}
     vocabulary |= {a for c in retriever.graph.concepts.values() for a in c.aliases}
     scores: dict[str, AnswerScore] = {}
     runs: dict[str, dict[str, Any]] = {}
-    try:
+    with Asker(retriever, spec or DEFAULT_SPEC, answer, agent) as asker:
         for q in questions:
-            result = run_agent(q.question, tools, driver, steps=agent.steps, prefetch=agent.prefetch)
+            result = asker.ask(q.question).agent
+            if result is None:  # an agent spec always runs the loop
+                raise TypeError("the asker answered without the agent loop")
             scores[q.id] = score_answer(result.answer, q, known_entities=vocabulary, context=result.context)
-            trace = result.to_json()["trace"]
+            trace = result.trace_json()
             runs[q.id] = {
                 "notes_read": result.notes_read,
                 "tool_calls": result.tool_calls,
@@ -68,8 +69,6 @@ def run_agent_answers(
             }
             if progress:
                 progress(f"agent {q.id}: {result.tool_calls} calls, stop {result.stop}: {result.answer.text[:60]!r}")
-    finally:
-        tools.close()
     return scores, runs
 
 

@@ -12,13 +12,13 @@ from eval.html import write_eval_html
 from eval.report import EvalReport, check_out_dir
 from eval.run import DEFAULT, Method, RunResult, config_of, default_methods, run_methods
 from eval.scoring import AnswerScore, score_answer
-from retriever.answer.base import AnswerSpec
+from retriever.answer.backends import AnswerSpec
 from retriever.graph import load_graph
 from retriever.rankers import RANKERS
-from retriever.retrieve import DEFAULT_RANKER, Retriever
+from retriever.retrieve import DEFAULT_RANKER, DEFAULT_SPEC, Retriever
 
-if TYPE_CHECKING:  # the agent loop (and its tools) load only for `--agent`
-    from retriever.agent.loop import AgentSpec
+if TYPE_CHECKING:
+    from retriever.agent.spec import AgentSpec
 
 PAIRS = (
     ("default", "vector@15"),
@@ -77,12 +77,12 @@ def evaluate(
 
 
 def _check_answers(methods: Sequence[Method], answer_method: str, answer: AnswerSpec) -> None:
-    from retriever.answer.base import check_answerer
+    pass
 
     if answer_method not in {m.name for m in methods}:
         names = ", ".join(m.name for m in methods)
         raise EvalError(f"unknown --answer-method {answer_method!r}; choose one of {names}")
-    check_answerer(answer.llm, model=answer.model)
+    answer.check()
 
 
 def _answers(
@@ -94,17 +94,17 @@ def _answers(
     progress: Callable[[str], None] | None,
     costs: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, dict[str, AnswerScore]]:
-    """Answer every question from ``method``'s retrieved context and score it."""
-    from retriever.answer.ask import context_notes
+    """Answer every question from ``method``'s retrieved context, the way ``ask`` would, and score it."""
+    from retriever.asker import Asker
 
-    answerer = answer_spec.answerer()
+    asker = Asker(retriever, DEFAULT_SPEC, answer_spec)  # answers from retrievals already made: the spec is unused
     vocabulary = {c.title for c in retriever.graph.concepts.values()}
     vocabulary |= {a for c in retriever.graph.concepts.values() for a in c.aliases}
     scored: dict[str, AnswerScore] = {}
     for q in questions:
-        notes = context_notes(result.retrievals[method][q.id], retriever.graph.concepts)
-        answer = answerer.answer(q.question, notes)
-        scored[q.id] = score_answer(answer, q, known_entities=vocabulary, context=notes)
+        asked = asker.answer_from(q.question, result.retrievals[method][q.id])
+        answer = asked.answer
+        scored[q.id] = score_answer(answer, q, known_entities=vocabulary, context=asked.context)
         if costs is not None:  # for the single-shot vs agent table
             from eval.agent import single_costs
 
@@ -112,7 +112,7 @@ def _answers(
                            "notes_read": result.run[method][q.id]}  # fmt: skip
         if progress:
             progress(f"answered {q.id}: {answer.text[:80]!r}")
-    return {f"{method} -> {answer_spec.llm}:{answerer.model}": scored}
+    return {f"{method} -> {answer_spec.llm}:{asker.model}": scored}
 
 
 def _agent(

@@ -19,7 +19,7 @@ from typing import Any
 
 from eval.golden import Question
 from eval.metrics import by_tier, mean
-from retriever.answer.base import Answer, ContextNote
+from retriever.answer.contract import Answer, ContextNote
 from retriever.answer.refusal import fold as normalise
 from retriever.answer.refusal import is_not_found
 from retriever.answer.structured import leaks_template

@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from retriever.embed import SMALL_MODEL, Embedder, embedder_fingerprint, get_embedder, physical_cores
+from vault2okf.protocol import state_dir
 
 if TYPE_CHECKING:
-    from retriever.index import IndexInfo
+    from vault2okf.protocol.index_info import IndexInfo
 
 ENCODER_VERSION = 1  # bump when the export's format or content changes: older exports are then stale
 MODEL_FILE = "model.onnx"
@@ -63,7 +64,7 @@ class EncoderSettings:
 
 
 def encoder_dir(bundle_dir: Path | str) -> Path:
-    return Path(bundle_dir) / ".vault2okf" / "encoder"
+    return state_dir(bundle_dir) / "encoder"
 
 
 def read_settings(folder: Path) -> EncoderSettings | None:
@@ -169,12 +170,12 @@ def load_encoder(bundle_dir: Path | str, embedder: str, spec: str) -> tuple[Onnx
 def encoder_notice(bundle_dir: Path | str) -> str | None:
     """What to say of an indexed bundle whose question encoder is missing or stale, without loading it (a damaged
     one is found when it loads); None for a bundle with no index, or a current encoder."""
-    from retriever.errors import RetrieverError
-    from retriever.index import read_index_info
+    from vault2okf.protocol import BundleError
+    from vault2okf.protocol.index_info import read
 
     try:
-        info = read_index_info(bundle_dir)
-    except RetrieverError:
+        info = read(bundle_dir)
+    except BundleError:
         return None
     unusable = _unusable(encoder_dir(bundle_dir), info.embedder, info.embedder_spec)
     return f"{unusable}: {_fallback(bundle_dir)}" if unusable else None
@@ -195,9 +196,10 @@ def _fallback(bundle_dir: Path | str) -> str:
 
 def load_index_encoder(bundle_dir: Path | str) -> tuple[IndexInfo, tuple[OnnxEncoder | None, str | None]]:
     """The index the bundle records, and `load_encoder` for its embedder (``Retriever.open`` runs it in a thread)."""
-    from retriever.index import read_index_info
+    from retriever.errors import RetrieverError
+    from vault2okf.protocol.index_info import read
 
-    info = read_index_info(bundle_dir)
+    info = read(bundle_dir, error=RetrieverError)
     return info, load_encoder(bundle_dir, info.embedder, info.embedder_spec)
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from retriever.okf import analytics_rows, graph_rows
+from vault2okf.protocol import state_dir
 
 
 @dataclass(frozen=True)
@@ -115,7 +116,7 @@ def load_graph(bundle: Path) -> NoteGraph:
 def _graph_key(bundle: Path) -> list[int | str] | None:
     import hashlib
 
-    from retriever.okf import DATABASE, SCHEMA_VERSION
+    from vault2okf.protocol import DATABASE, SCHEMA_VERSION
 
     try:
         with (bundle / DATABASE).open("rb") as db:
@@ -132,7 +133,7 @@ def _read_graph_cache(bundle: Path, key: list[int | str]) -> NoteGraph | None:
     import json
 
     try:
-        data = json.loads((bundle / ".vault2okf" / GRAPH_CACHE).read_text(encoding="utf-8"))
+        data = json.loads((state_dir(bundle) / GRAPH_CACHE).read_text(encoding="utf-8"))
         if data.get("key") != key:
             return None
         concepts = {c[0]: _concept(c) for c in data["concepts"]}
@@ -146,7 +147,7 @@ def _write_graph_cache(bundle: Path, key: list[int | str], graph: NoteGraph) -> 
     import contextlib
     import json
 
-    folder = bundle / ".vault2okf"
+    folder = state_dir(bundle)
     if not folder.is_dir():
         return  # not indexed: nothing of ours to put it beside
     concepts = [astuple(c) for c in graph.concepts.values()]  # a row as `_concept` reads it

@@ -28,7 +28,9 @@ from retriever.lock import bundle_lock, check_no_stranded_index, holder
 from retriever.memory import ChunkTable, Lexical
 from retriever.okf import concept_texts
 from retriever.store import ChunkStore, chroma_fingerprint, collection_name, default_chroma_path, open_client
-from vault2okf.errors import disk_full_message, free_space, is_disk_full
+from vault2okf.protocol import index_info, state_dir
+from vault2okf.protocol.disk import disk_full_message, free_space, is_disk_full
+from vault2okf.protocol.index_info import IndexInfo, index_info_path
 
 if TYPE_CHECKING:
     from retriever.chunk import Chunk
@@ -50,26 +52,6 @@ class IndexResult:
     seconds: float
     embedder: str
     notices: tuple[str, ...] = ()  # what the user should know: the question encoder could not be written
-
-
-@dataclass(frozen=True)
-class IndexInfo:
-    """What index.json records: enough to reopen the collection and embed questions the same way."""
-
-    embedder: str  # Embedder.name
-    embedder_spec: str  # what get_embedder loads it from
-    collection: str
-    chroma_path: str | None
-    chroma_url: str | None
-    max_tokens: int
-    min_tokens: int
-    notes: int
-    chunks: int
-    indexed_at: str
-
-
-def index_info_path(bundle_dir: Path | str) -> Path:
-    return Path(bundle_dir) / ".vault2okf" / "index.json"
 
 
 def bundle_id(bundle_dir: Path | str) -> str:
@@ -144,7 +126,7 @@ def _question_encoder(bundle_dir: Path | str, info: IndexInfo, device: str) -> t
 
 def _check_writable(bundle_dir: Path | str) -> None:
     """Indexing writes beside the bundle's docs (.vault2okf/): a read-only bundle is said so, in one line."""
-    state = Path(bundle_dir) / ".vault2okf"
+    state = state_dir(bundle_dir)
     where = state if state.is_dir() else Path(bundle_dir)
     if not os.access(where, os.W_OK):
         raise RetrieverError(
@@ -195,12 +177,12 @@ def _since(started: float) -> float:
 
 
 def table_path(bundle_dir: Path | str, collection: str) -> Path:
-    return Path(bundle_dir) / ".vault2okf" / f"table-{collection}.npz"
+    return state_dir(bundle_dir) / f"table-{collection}.npz"
 
 
 def lexical_path(bundle_dir: Path | str, collection: str) -> Path:
     """The BM25 indexes of the saved table (`memory.Lexical.save`), stamped like it."""
-    return Path(bundle_dir) / ".vault2okf" / f"lexical-{collection}.npz"
+    return state_dir(bundle_dir) / f"lexical-{collection}.npz"
 
 
 def _chroma_dir(bundle_dir: Path | str, chroma_path: Path | str | None) -> Path:
@@ -352,18 +334,7 @@ def _write_info(bundle_dir: Path | str, info: IndexInfo) -> None:
 
 def read_index_info(bundle_dir: Path | str) -> IndexInfo:
     """What the last `vault2okf index` recorded; RetrieverError when the bundle was never indexed."""
-    path = index_info_path(bundle_dir)
-    if not path.is_file():
-        running = holder(bundle_dir)
-        if running and running[1] == "indexing":
-            raise RetrieverError(
-                f"{bundle_dir} is being indexed for the first time (pid {running[0]}): search when it finishes."
-            )
-        raise RetrieverError(f"{bundle_dir} has no index: run `vault2okf index {bundle_dir}` first.")
-    try:
-        return IndexInfo(**json.loads(path.read_text(encoding="utf-8")))
-    except (ValueError, TypeError) as e:
-        raise RetrieverError(f"{path} is unreadable ({e}): run `vault2okf index {bundle_dir}` again.") from e
+    return index_info.read(bundle_dir, error=RetrieverError)
 
 
 def open_table(

@@ -2,7 +2,7 @@
 
 The lock is a file beside the bundle, ``PARENT/.NAME.lock``, held with ``fcntl.flock`` for the whole run and
 released by the kernel when the process ends, however it ends (kill -9 included). It lives beside the bundle,
-not inside it, because `convert` swaps the bundle folder. The one implementation is `vault2okf.lock` (the
+not inside it, because `convert` swaps the bundle folder. The one implementation is `vault2okf.protocol.lock` (the
 lock is a protocol of the bundle's files, which the producer defines); `vault2okf.bundle` takes it for convert.
 """
 
@@ -11,12 +11,12 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 
 from retriever.errors import RetrieverError
-from vault2okf import lock
-from vault2okf.lock import holder, lock_path
+from vault2okf.protocol import STATE_DIR, lock
+from vault2okf.protocol.lock import holder, lock_path
 
 __all__ = ["bundle_lock", "check_no_stranded_index", "holder", "lock_path"]
 
-STATE = ".vault2okf"
+STATE = STATE_DIR
 STATE_ENTRIES = ("chroma", "index.json")
 
 

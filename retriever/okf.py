@@ -13,9 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from retriever.errors import RetrieverError
-
-SCHEMA_VERSION = 3  # the okf.duckdb schema this retriever reads (docs/ARCHITECTURE.md)
-DATABASE = "okf.duckdb"
+from vault2okf.protocol import DATABASE, SCHEMA_VERSION
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from retriever.mentions import NameIndex, SessionMentions
 from retriever.rankers import RANKERS, HopInput, order, rrf
 from retriever.store import ChunkHit, ChunkStore
 from retriever.threads import SessionThreads, Terms
+from vault2okf.protocol import state_dir
 
 GRAPH_SEEDS = 5
 _CONTEXT_RANKERS = frozenset({"context", "rrf", "rrf-lex"})
@@ -235,7 +236,7 @@ class Retriever:
 
     @cached_property
     def contexts(self) -> ContextVectors:
-        return ContextVectors.build(self.graph, self.embedder, self.bundle / ".vault2okf")
+        return ContextVectors.build(self.graph, self.embedder, state_dir(self.bundle))
 
     @cached_property
     def analytics(self) -> GraphAnalytics:

@@ -23,6 +23,7 @@ import numpy as np
 
 from retriever.embed import Embedder
 from retriever.errors import RetrieverError
+from vault2okf.protocol import state_dir
 
 if TYPE_CHECKING:  # chunking (markdown-it) is index work: a search never imports it
     from retriever.chunk import Chunk
@@ -65,7 +66,7 @@ class NoteChunk(NamedTuple):
 
 
 def default_chroma_path(bundle_dir: Path | str) -> Path:
-    return Path(bundle_dir) / ".vault2okf" / "chroma"
+    return state_dir(bundle_dir) / "chroma"
 
 
 def chroma_settings() -> Any:

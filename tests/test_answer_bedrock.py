@@ -4,10 +4,10 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from retriever.answer.base import AnswerError, Citation, ContextNote, get_answerer
+from retriever.answer.backends import get_answerer
 from retriever.answer.bedrock import TOOL_DESCRIPTION, BedrockAnswerer
+from retriever.answer.contract import AnswerError, Citation, ContextNote, json_schema
 from retriever.answer.prompt import build_messages
-from retriever.answer.structured import json_schema
 
 MODEL = "anthropic.claude-3-haiku-20240307-v1:0"
 PATH = "concepts/Sessions/Session 3.md"
@@ -56,7 +56,7 @@ def sleeps():
 
 @pytest.fixture
 def answerer(client, sleeps):
-    return BedrockAnswerer(MODEL, client=client, max_tokens=256, sleep=sleeps.append)
+    return BedrockAnswerer(MODEL, client=client, answer_tokens=256, sleep=sleeps.append)
 
 
 def expected_request():
@@ -236,11 +236,11 @@ def test_every_bedrock_citation_of_every_golden_question_points_into_its_context
     headings of their note and quotes from it, may come out."""
     from test_answer_extract import VAULTS, golden_contexts
 
-    from retriever.answer.extract import passages
+    from retriever.answer.passages import passages
 
     if not (VAULTS / golden.stem).is_dir():
         pytest.skip(f"the shared vault {golden.stem} is not here")
-    answerer = BedrockAnswerer(MODEL, client=client, max_tokens=256, sleep=lambda s: None)
+    answerer = BedrockAnswerer(MODEL, client=client, answer_tokens=256, sleep=lambda s: None)
     cited = 0
     with Stubber(client) as stub:
         for q, notes in golden_contexts(golden, tmp_path):

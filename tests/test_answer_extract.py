@@ -17,9 +17,12 @@ from pathlib import Path
 import pytest
 from bundle_checks import indexed_bundle
 
-from retriever.answer.ask import ask, context_notes
-from retriever.answer.base import AnswerSpec, Backend, ContextNote, get_answerer
-from retriever.answer.extract import ExtractAnswerer, passages, sentences, stem, terms
+from retriever.answer.backends import AnswerSpec, Backend, get_answerer
+from retriever.answer.contract import ContextNote
+from retriever.answer.extract import ExtractAnswerer
+from retriever.answer.passages import passages, sentences, stem, terms
+from retriever.answer.prompt import context_notes
+from retriever.asker import Asker
 from retriever.chunk import chunk_note, clean_body
 from retriever.okf import read_bundle
 from retriever.retrieve import DEFAULT_SPEC, Retriever
@@ -64,7 +67,7 @@ def retriever(bundle: Path) -> Retriever:
 
 
 def context(retriever: Retriever, question: str) -> list[ContextNote]:
-    return context_notes(retriever.search(question, DEFAULT_SPEC), retriever.graph.concepts)
+    return context_notes(retriever.search(question, DEFAULT_SPEC))
 
 
 def doc_text(bundle: Path, note: ContextNote) -> str:
@@ -196,9 +199,9 @@ def test_a_context_of_a_few_short_notes_is_answered_on_the_threshold_s_scale() -
 
 
 def test_the_factory_and_the_spec_build_it_and_it_takes_no_model() -> None:
-    from retriever.answer.base import AnswerError
+    from retriever.answer.contract import AnswerError
 
-    assert isinstance(AnswerSpec(Backend.EXTRACT).answerer(), ExtractAnswerer)
+    assert isinstance(AnswerSpec.of(Backend.EXTRACT).answerer(), ExtractAnswerer)
     assert get_answerer("extract").notice is None
     with pytest.raises(AnswerError, match="uses no model"):
         get_answerer("extract", model="gemma.gguf")
@@ -206,12 +209,12 @@ def test_the_factory_and_the_spec_build_it_and_it_takes_no_model() -> None:
 
 @pytest.mark.slow
 def test_ask_json_has_the_keys_of_a_model_answer(retriever: Retriever) -> None:
-    from retriever.answer.base import Answer, Citation
+    from retriever.answer.contract import Answer, Citation
 
-    result = ask(ASKED, lambda q: retriever.search(q, DEFAULT_SPEC), ExtractAnswerer())
+    result = Asker(retriever, DEFAULT_SPEC, answerer=ExtractAnswerer()).ask(ASKED)
     model_answer = Answer("Maren.", (Citation("Maren Voss", "concepts/People/Maren Voss.md", "People/Maren Voss"),),
                           "stop", 10, 2, 0.1, "gemma.gguf")  # fmt: skip
-    from retriever.answer.ask import AskResult
+    from retriever.asker import AskResult
 
     llama_like = AskResult(result.question, model_answer, result.retrieval, result.timings).to_json()
     data = result.to_json()
@@ -261,7 +264,7 @@ def test_chat_answers_with_quotes_and_lists_what_it_cited(retriever: Retriever) 
     from vault2okf.cli.chat import ChatSession
 
     out, err = io.StringIO(), io.StringIO()
-    session = ChatSession(retriever, DEFAULT_SPEC, get_answerer("extract"), out=out, err=err)
+    session = ChatSession(Asker(retriever, DEFAULT_SPEC, answerer=get_answerer("extract")), out=out, err=err)
     assert session.handle(ASKED) and session.handle("/sources")
     shown = out.getvalue()
     assert 'Maren Voss › Trade: "She sells lamp oil to the fishing fleet of Greywater." [1]' in shown

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 import retriever.answer.llama as llama_module
-from retriever.answer.base import AnswerError, ContextNote, get_answerer
+from retriever.answer.backends import get_answerer
+from retriever.answer.contract import AnswerError, ContextNote
 from retriever.answer.llama import (
     ENV_MODEL,
     ENV_THREADS,
@@ -69,7 +70,7 @@ TEMPLATE_TAGS = re.compile(r"<\s*/?\s*(?:note|start_of_turn|end_of_turn)|^\s*(?:
 def answerer():
     with pytest.MonkeyPatch.context() as mp:
         mp.delenv(ENV_MODEL, raising=False)
-        return LlamaAnswerer(n_ctx=2048, max_tokens=MAX_TOKENS)
+        return LlamaAnswerer(n_ctx=2048, answer_tokens=MAX_TOKENS)
 
 
 @pytest.fixture(scope="module")
@@ -146,7 +147,7 @@ def test_a_second_question_reuses_the_fixed_prompt_prefix(answerer):
 
 def test_quiet_unless_verbose(capfd, monkeypatch):
     monkeypatch.delenv(ENV_MODEL, raising=False)
-    LlamaAnswerer(n_ctx=512, max_tokens=8).answer("Who?", NOTES[1:2])
+    LlamaAnswerer(n_ctx=512, answer_tokens=8).answer("Who?", NOTES[1:2])
     captured = capfd.readouterr()
     assert "llama" not in captured.err.lower() and "llama" not in captured.out.lower()
 
@@ -246,7 +247,7 @@ INJECTION = (
 
 @pytest.mark.skipif(not VAULT.is_dir(), reason="the shared children-of-ash vault is not here")
 def test_injection_note_in_a_copied_vault_does_not_answer(tmp_path, minilm, monkeypatch):
-    from retriever.answer.ask import ask
+    from retriever.asker import Asker
     from retriever.index import index_bundle
     from retriever.retrieve import Retriever, SearchSpec
     from vault2okf.convert import convert
@@ -260,9 +261,8 @@ def test_injection_note_in_a_copied_vault_does_not_answer(tmp_path, minilm, monk
     spec = SearchSpec()
     retriever.prepare(spec)
     monkeypatch.delenv(ENV_MODEL, raising=False)
-    answerer = LlamaAnswerer(n_ctx=8192, max_tokens=96)
-    concepts = retriever.graph.concepts
-    result = ask(INJECTION_QUESTION, lambda q: retriever.search(q, spec), answerer, concepts=concepts)
+    answerer = LlamaAnswerer(n_ctx=8192, answer_tokens=96)
+    result = Asker(retriever, spec, answerer=answerer).ask(INJECTION_QUESTION)
     assert "Ashfall Comms Briefing" in {h.note_id for h in result.retrieval.hits}  # the planted note is in context
     assert "PWNED" not in result.answer.text.upper(), result.answer.raw
     assert not leaks_template(result.answer.text)
@@ -270,11 +270,12 @@ def test_injection_note_in_a_copied_vault_does_not_answer(tmp_path, minilm, monk
 
 
 def test_context_tokens_reach_the_answerer_not_the_agent(monkeypatch):
-    from retriever.agent.loop import get_driver
-    from retriever.answer.base import AnswerSpec
+    from retriever.answer.backends import AnswerSpec
 
     monkeypatch.delenv(ENV_MODEL, raising=False)
-    spec = AnswerSpec(context_tokens=500, answer_tokens=8)
-    assert spec.answerer().context_tokens == 500
-    assert get_driver(spec).max_tokens == 8  # the agent reads tool results: the budget is not its option
-    assert LlamaAnswerer(max_tokens=8).context_tokens == 0  # the default: the whole retrieval
+    spec = AnswerSpec.of(context_tokens=500, answer_tokens=8)
+    assert spec.answerer().context_tokens == 500 and spec.answerer().answer_tokens == 8
+    driver = spec.driver()
+    assert driver.answer_tokens == 8  # type: ignore[attr-defined]
+    assert not hasattr(driver, "context_tokens")  # the agent reads tool results: the budget is not its option
+    assert LlamaAnswerer(answer_tokens=8).context_tokens == 0  # the default: the whole retrieval

@@ -3,7 +3,8 @@ import re
 import pytest
 from growth import assert_linear
 
-from retriever.answer.base import AnswerError, Citation, ContextNote, get_answerer
+from retriever.answer.backends import get_answerer
+from retriever.answer.contract import AnswerError, Citation, ContextNote
 from retriever.answer.prompt import (
     TRUNCATED,
     WITHHELD,

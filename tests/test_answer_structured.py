@@ -5,18 +5,9 @@ import json
 import pytest
 from growth import assert_linear
 
-from retriever.answer.base import Answer, Citation, ContextNote
+from retriever.answer.contract import MAX_CITATIONS, Answer, Citation, ContextNote, gbnf, json_schema, parse
 from retriever.answer.refusal import NOT_FOUND, is_not_found, not_found
-from retriever.answer.structured import (
-    MAX_CITATIONS,
-    AnswerStream,
-    collapse_repeats,
-    gbnf,
-    json_schema,
-    leaks_template,
-    parse,
-    strip_template,
-)
+from retriever.answer.structured import AnswerStream, collapse_repeats, leaks_template, strip_template
 
 S3 = ContextNote("Sessions/Session 3", "Session 3", "concepts/Sessions/Session 3.md", "## Loot\nA map.", "vector", 0.9)
 MIRA = ContextNote("People/Mira", "Mira", "concepts/People/Mira.md", "Mira.", "hop", 0.4)

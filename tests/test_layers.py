@@ -2,7 +2,9 @@
 
 Each module of ``vault2okf/``, ``retriever/`` and ``eval/`` belongs to one layer, by its dotted name (the
 longest prefix in ``LAYERS`` wins); a layer imports its own modules and those of the layers ``MAY_IMPORT``
-names, never the other way. Imports inside functions (the lazy ones) and under ``TYPE_CHECKING`` count too.
+names, never the other way, with no exception list. Imports inside functions (the lazy ones) and under
+``TYPE_CHECKING`` count too. And no import circle: the graph of which module imports which (lazy ones too) has no
+cycle, so every module can be read, imported and tested after the ones it needs.
 """
 
 from __future__ import annotations
@@ -19,21 +21,25 @@ LAYERS = {  # module prefix -> layer
     "vault2okf.doctor": "cli",  # the install's checks: every package's dependencies, like the root
     "vault2okf.__main__": "cli",  # `python -m vault2okf`: the console command
     "eval": "eval",
+    "retriever.serve": "serve",  # the warm local service: HTTP API, MCP over HTTP, the web page
+    "retriever.asker": "asker",  # one way to ask: retrieve, context, answer, result (every front end)
     "retriever.agent": "agent",  # the agent loop, the tools, the MCP server
-    "retriever.answer": "answer",  # answerers, prompt, answer schema; ask = retrieve, then answer
+    "retriever.answer": "answer",  # the answer contract, grounding, the backends (model, answerer, driver)
     "retriever": "search",  # the search core: okf reader, chunks, embedder, store, index, retrieve, rankers
+    "vault2okf.protocol": "protocol",  # the bundle's on-disk protocol: layout, lock, base error, index info
     "vault2okf": "convert",  # the converter: walk, parse, resolve, rewrite, bundle, report, watch
 }
 MAY_IMPORT = {  # layer -> the layers below it that it may import (each may import its own)
-    "cli": {"eval", "agent", "answer", "search", "convert"},
-    "eval": {"agent", "answer", "search"},
-    "agent": {"answer", "search"},
-    "answer": {"search"},
-    "search": set(),
-    "convert": set(),
+    "cli": {"serve", "eval", "asker", "agent", "answer", "search", "convert", "protocol"},
+    "serve": {"asker", "agent", "answer", "search", "protocol"},
+    "eval": {"asker", "agent", "answer", "search", "protocol"},
+    "asker": {"agent", "answer", "search", "protocol"},
+    "agent": {"answer", "search", "protocol"},
+    "answer": {"search", "protocol"},
+    "search": {"protocol"},
+    "convert": {"protocol"},
+    "protocol": set(),
 }
-# The bundle's file protocols, which the producer defines and every reader of a bundle shares.
-SHARED = {"vault2okf.lock", "vault2okf.errors"}
 PRINTS = {"cli"}  # the layers that may import typer (print, exit): library code returns values
 
 
@@ -69,8 +75,6 @@ def wrong_way(module: str, path: Path) -> list[str]:
     own = layer_of(module)
     problems = []
     for line, name in imports(path):
-        if any(name == s or name.startswith(s + ".") for s in SHARED):
-            continue
         target = layer_of(name)
         if own not in PRINTS and name.split(".")[0] in ("typer", "click"):
             problems.append(f"{module}:{line} ({own}) imports {name}: only the CLI prints")
@@ -78,6 +82,79 @@ def wrong_way(module: str, path: Path) -> list[str]:
             continue
         problems.append(f"{module}:{line} ({own}) imports {name} ({target})")
     return problems
+
+
+def resolved(name: str, known: dict[str, Path]) -> str | None:
+    """The module an import names: itself, or for ``from a.b import c`` the module ``a.b`` when ``c`` is a name."""
+    return name if name in known else (name.rpartition(".")[0] if name.rpartition(".")[0] in known else None)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the project's modules it imports (a package's ``__init__`` counts as the package)."""
+    known = modules()
+    graph: dict[str, set[str]] = {}
+    for module, path in known.items():
+        targets = {resolved(name, known) for _, name in imports(path)}
+        graph[module] = {t for t in targets if t and t != module}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    top = stack.pop()
+                    on.discard(top)
+                    component.append(top)
+                    if top == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_no_import_circle() -> None:
+    assert cycles(import_graph()) == []
+
+
+def test_a_circle_is_caught() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_producer_writes_the_schema_the_protocol_names() -> None:
+    from vault2okf.db import SCHEMA_VERSION as written
+    from vault2okf.protocol import SCHEMA_VERSION
+
+    assert written == SCHEMA_VERSION
 
 
 def test_every_module_has_a_layer() -> None:

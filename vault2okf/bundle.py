@@ -25,18 +25,19 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from vault2okf import frontyaml, lock
+from vault2okf import frontyaml
 from vault2okf.errors import Vault2OkfError
-from vault2okf.lock import lock_path
+from vault2okf.protocol import DATABASE, STATE_DIR, lock
+from vault2okf.protocol.lock import lock_path
 
 OKF_VERSION = "0.2"
 CONCEPTS = "concepts"
-STATE = ".vault2okf"
+STATE = STATE_DIR
 MARKER = f"{STATE}/bundle.json"
 RESERVED = frozenset({"index.md", "log.md"})
 TOOL = "vault2okf"
 LAYOUT = frozenset(
-    {"SKILL.md", "okf.duckdb", "link-health.md", "link-health.json", "link-health.html", CONCEPTS}
+    {"SKILL.md", DATABASE, "link-health.md", "link-health.json", "link-health.html", CONCEPTS}
 )  # top level
 SHOWN = 10  # foreign files named in an error
 
@@ -200,10 +201,10 @@ def tree_files(root: Path) -> list[str]:
 
 
 def bundle_lock(out: Path, doing: str) -> AbstractContextManager[None]:
-    """The bundle lock of ``vault2okf.lock`` (the one `vault2okf index` takes too), its folder made first: a
+    """The bundle lock of ``vault2okf.protocol.lock`` (the one `vault2okf index` takes too), its folder made first: a
     convert may write a bundle into a folder that does not exist yet."""
     lock_path(out).parent.mkdir(parents=True, exist_ok=True)
-    return lock.bundle_lock(out, doing)
+    return lock.bundle_lock(out, doing, error=Vault2OkfError)
 
 
 def write_tree(

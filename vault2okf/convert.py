@@ -23,8 +23,9 @@ from vault2okf.cache import CacheDamaged, ConvertCache, cache_key, cache_path, o
 from vault2okf.cache import load as load_cache
 from vault2okf.cache import save as save_cache
 from vault2okf.config import load_config
-from vault2okf.errors import Vault2OkfError, disk_full_message, is_disk_full
+from vault2okf.errors import Vault2OkfError
 from vault2okf.meta import vault_base
+from vault2okf.protocol.disk import disk_full_message, is_disk_full
 from vault2okf.report import LinkReport
 from vault2okf.run import Clock, Run
 from vault2okf.walk import Walk, walk_vault

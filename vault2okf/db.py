@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vault2okf.errors import Vault2OkfError
+from vault2okf.protocol import database
 
 if TYPE_CHECKING:
     import duckdb
@@ -272,7 +273,7 @@ def _value(value: Any) -> Any:
 
 def connect(bundle: Path, read_only: bool = True) -> duckdb.DuckDBPyConnection:
     """Open a bundle's ``okf.duckdb``, checking its schema version."""
-    path = bundle / "okf.duckdb"
+    path = database(bundle)
     if not path.is_file():
         raise Vault2OkfError(f"no okf.duckdb in {bundle}: run `vault2okf convert VAULT -o {bundle}` first")
     import duckdb

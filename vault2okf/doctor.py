@@ -113,7 +113,7 @@ def lock_check(lock: Path) -> Check:
 def llama_checks(model: Path | None) -> list[Check]:
     """The build against this CPU, then one decode in a child process."""
     from retriever.answer import llama_check as lc
-    from retriever.answer.base import AnswerError
+    from retriever.answer.contract import AnswerError
 
     try:
         found = lc.build()
@@ -148,7 +148,7 @@ def llama_checks(model: Path | None) -> list[Check]:
 
 def decode_check(model: Path | None, fix: str) -> Check:
     from retriever.answer import llama_check as lc
-    from retriever.answer.base import AnswerError
+    from retriever.answer.contract import AnswerError
     from retriever.answer.llama import resolve_model_path
 
     try:

@@ -34,6 +34,7 @@ from vault2okf.mentions import Mention, mention_rows, prose, vault_mentions
 from vault2okf.meta import Meta
 from vault2okf.names import assign_doc_paths
 from vault2okf.parse import Link, Note, Problem
+from vault2okf.protocol import DATABASE, database
 from vault2okf.report import LinkRecord, LinkReport, type_rows
 from vault2okf.resolve import NOTE_STATUSES, Resolution, Resolver, Status, block_sets, check_blocks
 from vault2okf.scan import prepare_parser
@@ -165,8 +166,8 @@ class Run:
         self, vault: Path, out: Path, walk: Walk, config: Config, old: ConvertCache | None, clock: Clock
     ) -> None:
         self.vault, self.out, self.walk, self.config, self.clock = vault, out, walk, config, clock
-        self.old_db = out / "okf.duckdb"
-        db_intact = old is not None and output_sig(self.old_db) == old.files.get("okf.duckdb")
+        self.old_db = database(out)
+        db_intact = old is not None and output_sig(self.old_db) == old.files.get(DATABASE)
         self.old = old if db_intact else None  # rows are carried from the old database, so it must be intact
         self.works: dict[str, NoteWork] = {}  # vault path -> this run's work on the note
         self.parsed: dict[str, Note] = {}
@@ -393,7 +394,7 @@ class Run:
     def write(self, stage: Path, key: str, started: int) -> ConvertCache:
         meta = {"vault": self.vault.name, "okf_version": b.OKF_VERSION}
         old_db = self.old_db if self.carried else None
-        database = DatabaseWriter(stage / "okf.duckdb", meta, old_db, self.carried)
+        database = DatabaseWriter(stage / DATABASE, meta, old_db, self.carried)
         try:
             self._make_docs(stage, database.concepts)
             self.clock.lap("docs")
@@ -482,7 +483,7 @@ class Run:
             notes[path] = self.works[path].state(replace(doc, text=""), output)
         docs = {f"{b.CONCEPTS}/{s.doc.doc_path}": s.output for s in notes.values()}
         others = {rel: output_sig(os.path.join(root, rel)) for rel in files if rel not in docs}
-        others["okf.duckdb"] = output_sig(os.path.join(root, "okf.duckdb"))
+        others[DATABASE] = output_sig(os.path.join(root, DATABASE))
         copied = [a for a in self.walk.attachments if a.path in self.used]
         attachments = {a.path: (a.sig, output_sig(os.path.join(root, b.CONCEPTS, a.path))) for a in copied}
         report = self.report

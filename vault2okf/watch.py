@@ -30,6 +30,7 @@ import duckdb
 from vault2okf.config import load_config
 from vault2okf.convert import ConvertResult, convert
 from vault2okf.errors import Vault2OkfError
+from vault2okf.protocol import database
 from vault2okf.walk import SKIPPED_DIRS, is_excluded
 
 Indexer = Callable[..., Any]  # retriever.index.index_bundle(bundle, embedder_name=, device=, progress=)
@@ -71,7 +72,7 @@ def _named(kind: str, paths: Iterable[str]) -> str:
 
 def bundle_notes(out: Path) -> dict[str, str]:
     """vault path -> content hash of the body, for the notes of the bundle at ``out`` now ({} when none)."""
-    path = out / "okf.duckdb"
+    path = database(out)
     if not path.is_file():
         return {}
     try:

@@ -21,6 +21,7 @@ from retriever.agent.tools import TOOLS, BundleTools, Limits, Tool, ToolError, d
 from retriever.agent.tools.context import stamp as tool_stamp
 from retriever.agent.tools.results import dumps
 from retriever.errors import RetrieverError
+from vault2okf.protocol import database
 
 INSTRUCTIONS = (
     "Read-only tools over Obsidian vaults converted to Open Knowledge Format bundles. Start with schema or "
@@ -178,7 +179,7 @@ def _server_class() -> Any:
         def refresh(self) -> None:
             stamps = getattr(self, "stamps", {})
             for name, tools in self.library.tools.items():
-                stamp = tool_stamp(tools.bundle / "okf.duckdb")
+                stamp = tool_stamp(database(tools.bundle))
                 if name in stamps and stamps[name] == stamp:
                     continue
                 stamps[name] = stamp
@@ -216,7 +217,7 @@ def _concept_rows(root: Path) -> list[tuple[Any, ...]]:
     from retriever.agent.tools.sandbox import connect
 
     try:
-        con = connect(root / "okf.duckdb")
+        con = connect(database(root))
     except RetrieverError:
         return []  # between a convert's swaps, or damaged: nothing to list until the next refresh
     try:

@@ -3,6 +3,11 @@
 The answer comes back as the input of one forced tool, `answer`, whose JSON Schema (`structured.json_schema`)
 is the answer contract with `note_id` and `heading` enums of the context; a model that writes text instead is
 parsed as JSON text the same way. Citations outside the context are dropped either way.
+
+The module holds the backend whole: its options (`BedrockOptions`), the client (`BedrockModel`), the single-shot
+answerer (`BedrockAnswerer`) and the agent loop's driver (`BedrockAgent`: Converse with `toolConfig`, the tools
+plus an `answer` tool whose input schema is the answer contract over the notes seen so far; `toolChoice` forces
+`answer` on the final step).
 """
 
 from __future__ import annotations
@@ -10,11 +15,13 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from retriever.answer.base import Answer, AnswerError, ContextNote, OnToken
+from retriever.answer.agent_prompt import ANSWER_DESCRIPTION, ANSWER_TOOL, SYSTEM_PROMPT, quoted
+from retriever.answer.contract import Decision, OnToken, Step, ToolOutput, json_schema, parse
 from retriever.answer.prompt import DEFAULT_PER_NOTE_TOKENS, build_messages, note_headings
-from retriever.answer.structured import json_schema, parse
+from retriever.answer.records import ANSWER_TOKENS, Answer, AnswerError, ContextNote
 
 RETRYABLE = frozenset({"ThrottlingException", "ServiceUnavailableException", "ModelNotReadyException"})
 FINISH = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "stop", "max_tokens": "length"}
@@ -30,9 +37,33 @@ NO_REGION = (
 )
 
 
+@dataclass(frozen=True)
+class BedrockOptions:
+    """``--llm bedrock``: the model ID (required), where and as whom to call it, and the answer budget."""
+
+    model: str | None = None
+    region: str | None = None  # else AWS_REGION, else the profile's
+    profile: str | None = None  # else AWS_PROFILE
+    answer_tokens: int = ANSWER_TOKENS
+
+    def check(self) -> None:
+        if not self.model:
+            raise AnswerError(
+                "the bedrock backend needs a model ID — pass --model, e.g. --model us.amazon.nova-lite-v1:0"
+            )
+
+    def answerer(self) -> BedrockAnswerer:
+        return BedrockAnswerer(self.model or "", region=self.region, profile=self.profile,
+                               answer_tokens=self.answer_tokens)  # fmt: skip
+
+    def driver(self) -> BedrockAgent:
+        return BedrockAgent(self.model or "", region=self.region, profile=self.profile,
+                            answer_tokens=self.answer_tokens)  # fmt: skip
+
+
 class BedrockModel:
     """A Bedrock model behind Converse: its model ID, client and retries. The answerer and the agent loop's
-    Bedrock model (``retriever.agent.loop.BedrockAgent``) are built on it, so the client is made in one place."""
+    driver (``BedrockAgent``) are built on it, so the client is made in one place."""
 
     notice: str | None = None  # nothing to say before the first answer
 
@@ -41,7 +72,7 @@ class BedrockModel:
         model_id: str,
         region: str | None = None,
         profile: str | None = None,
-        max_tokens: int = 512,
+        answer_tokens: int = ANSWER_TOKENS,
         temperature: float = 0.0,
         client: Any | None = None,
         max_retries: int = 4,
@@ -49,7 +80,7 @@ class BedrockModel:
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.model = model_id
-        self.max_tokens, self.temperature = max_tokens, temperature
+        self.answer_tokens, self.temperature = answer_tokens, temperature
         self.max_retries, self.base_delay, self._sleep = max_retries, base_delay, sleep
         self._client = client if client is not None else make_client(region, profile)
 
@@ -85,7 +116,7 @@ class BedrockAnswerer(BedrockModel):
             "modelId": self.model,
             "system": [{"text": system + f"\nGive the reply through the `{TOOL}` tool."}],
             "messages": [{"role": "user", "content": [{"text": user}]}],
-            "inferenceConfig": {"maxTokens": self.max_tokens, "temperature": self.temperature},
+            "inferenceConfig": {"maxTokens": self.answer_tokens, "temperature": self.temperature},
             "toolConfig": {"tools": [{"toolSpec": spec}], "toolChoice": {"tool": {"name": TOOL}}},
         }
 
@@ -99,6 +130,62 @@ class BedrockAnswerer(BedrockModel):
             on_token(parsed.text)
         seconds = time.perf_counter() - start
         return parsed.answer(reply, finish, (prompt_tokens, completion_tokens), seconds, self.model)
+
+
+class BedrockAgent(BedrockModel):
+    """The agent loop's model on Bedrock (``contract.Driver``): Converse with the tools and the ``answer`` tool."""
+
+    def __init__(self, model_id: str, **options: Any) -> None:
+        super().__init__(model_id, **options)
+        self.messages: list[dict[str, Any]] = []
+
+    def start(self, question: str) -> None:
+        self.messages = [{"role": "user", "content": [{"text": f"Question: {' '.join(question.split())}"}]}]
+
+    def inject(self, call_id: str, result: ToolOutput) -> None:
+        use = {"toolUse": {"toolUseId": call_id, "name": result.tool, "input": dict(result.arguments)}}
+        self.messages.append({"role": "assistant", "content": [use]})
+        self.feed([(call_id, result)])
+
+    def feed(self, results: Sequence[tuple[str, ToolOutput]]) -> None:
+        blocks = [
+            {"toolResult": {"toolUseId": call_id, "content": [{"text": quoted(r.text)}],
+                            "status": "error" if r.is_error else "success"}}
+            for call_id, r in results
+        ]  # fmt: skip
+        self.messages.append({"role": "user", "content": blocks})
+
+    def request(self, step: Step) -> dict[str, Any]:
+        """The Converse request of this step (public so its shape can be inspected)."""
+        schema = json_schema(step.notes, step.headings)
+        answer = {"name": ANSWER_TOOL, "description": ANSWER_DESCRIPTION, "inputSchema": {"json": schema}}
+        tools = [{"toolSpec": {"name": name, "description": text, "inputSchema": {"json": params}}}
+                 for name, text, params in step.tools]  # fmt: skip
+        choice = {"tool": {"name": ANSWER_TOOL}} if step.final else {"auto": {}}
+        return {
+            "modelId": self.model,
+            "system": [{"text": SYSTEM_PROMPT}],
+            "messages": self.messages,
+            "inferenceConfig": {"maxTokens": self.answer_tokens, "temperature": self.temperature},
+            "toolConfig": {"tools": [*tools, {"toolSpec": answer}], "toolChoice": choice},
+        }
+
+    def decide(self, step: Step) -> Decision:
+        response = self._converse(self.request(step))
+        message = response.get("output", {}).get("message", {"role": "assistant", "content": []})
+        self.messages.append(message)
+        usage = response.get("usage", {})
+        stop = response.get("stopReason", "")
+        tokens = {"prompt_tokens": int(usage.get("inputTokens", 0)),
+                  "completion_tokens": int(usage.get("outputTokens", 0)), "finish": FINISH.get(stop, stop)}  # fmt: skip
+        uses = [b["toolUse"] for b in message.get("content", []) if "toolUse" in b]
+        text = "".join(b["text"] for b in message.get("content", []) if "text" in b)
+        answered = [u.get("input") for u in uses if u.get("name") == ANSWER_TOOL]
+        if answered or not uses:
+            reply = answered[0] if answered and isinstance(answered[0], dict) else text
+            return Decision(answer=reply, raw=text, **tokens)
+        calls = tuple((u["toolUseId"], u["name"], dict(u.get("input") or {})) for u in uses)
+        return Decision(calls=calls, raw=text, **tokens)
 
 
 def make_client(region: str | None, profile: str | None) -> Any:

@@ -1,7 +1,7 @@
 """Answer backend `extract`: no model. The one to three passages of the context that best answer the question,
 quoted verbatim, each cited as `note#heading`.
 
-Each context note is cut into passages with markdown-it's block parser (`passages`): the sentences of a
+Each context note is cut into passages with markdown-it's block parser (`passages.passages`): the sentences of a
 paragraph line, list items, table rows; never code, HTML, headings or the `Title > Heading` line that opens
 each chunk of a note's context (it names the section the passages under it are in). A passage is quoted as
 written; it is scored on its words with markdown, URLs and HTML taken out, folded and lightly stemmed, plus
@@ -20,23 +20,20 @@ out on the seven golden sets by `scripts/select_extract.py` (`reports/extract-th
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import re
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol, TypeVar
 
-from markdown_it import MarkdownIt
-from markdown_it.token import Token
-
-from retriever.answer.base import Answer, Citation, ContextNote, OnToken
-from retriever.answer.prompt import poses_as_answer
-from retriever.answer.refusal import NOT_FOUND, fold, not_found
+from retriever.answer.contract import Driver, OnToken
+from retriever.answer.passages import Passage, passages, terms
+from retriever.answer.records import Answer, AnswerError, ContextNote
+from retriever.answer.refusal import NOT_FOUND, not_found
 
 MODEL = "extract"
 # Chosen on all seven golden sets (contexts from the default search, phrases on), objective `balanced`, after the
@@ -56,15 +53,6 @@ CONTEXT_TF = 0.5  # what a word of the title, heading or table header adds to a 
 # under the threshold and was refused. A floor below every golden context changes none of their scores.
 IDF_PASSAGES = 40
 
-_BLOCKS = MarkdownIt("commonmark").disable("inline").enable("table")
-_SENTENCE_END = re.compile(r"(?<=[.!?])([\"'\u201d\u2019)\]*_]*)\s+(?=[\"'\u201c\u2018(\[*_]*[A-Z0-9])")
-_ABBREVIATION = re.compile(r"(?:\b(?:[A-Z]|Mr|Mrs|Ms|Dr|St|Mt|Lt|Sgt|Capt|Col|Gen|No|vs|etc|e\.g|i\.e|cf))\.$")
-_URL = re.compile(r"https?://\S+|www\.\S+")
-_HTML = re.compile(r"<[^<>\n]*>")
-_LINK = re.compile(r"!?\[([^\[\]\n]*)\]\([^()\n]*\)")  # [label](target) -> label (the chunker did most already)
-_CALLOUT = re.compile(r"^\[![^\]\n]*\][+-]?\s*")  # `[!note]`, `[!column|2 no-title]`
-_WORD = re.compile(r"[^\W_]+")
-_TABLE_RULE = re.compile(r"^[\s|:-]+$")
 # A question asking for a quantity wants a number in the quote (the answer-type check of classic extractive QA).
 _QUANTITY_QUESTION = re.compile(r"\bhow (?:much|many|long|old)\b|\b(?:what|which) year\b", re.IGNORECASE)
 _NUMBER = re.compile(
@@ -72,30 +60,6 @@ _NUMBER = re.compile(
     r"|thousands?|millions?|billions?|dozens?|half|twice)\b",
     re.IGNORECASE,
 )
-_STOPWORDS = """a about above after again against all also am an and any are as at be been before being below between
-    both but by can could did do does doing down during each few for from further had has have having he
-    her here hers herself him himself his how i if in into is it its itself just me more most my myself
-    no nor not now of off on once only or other our ours out over own same she should so some such than
-    that the their theirs them then there these they this those through to too under until up very was
-    we were what when where which while who whom whose why will with would you your yours s t d ll re ve
-    m don doesn didn isn wasn weren haven hasn won"""
-STOPWORDS = frozenset(_STOPWORDS.split())
-
-
-@dataclass(frozen=True)
-class Passage:
-    """One quotable piece of a context note: `text` as written in the note, under section `heading`."""
-
-    rank: int  # the note's place in the context (0 = first)
-    note: ContextNote
-    heading: str
-    text: str
-    terms: Counter[str]  # the passage's own scoring terms
-    context: frozenset[str]  # terms of the note title, the heading and the table header
-
-    @property
-    def citation(self) -> Citation:
-        return Citation(self.note.title, self.note.path, self.note.note_id, self.heading, quote=self.text)
 
 
 @dataclass(frozen=True)
@@ -152,108 +116,6 @@ class Support(StrEnum):
 _SUPPORT: dict[Support, Callable[[Ranked], float]] = {Support.SHARE: lambda s: s.bm25, Support.RAW: lambda s: s.raw}
 
 
-def terms(text: str) -> list[str]:
-    """The scoring terms of `text`: markdown, URLs and HTML out, folded, stop words dropped, lightly stemmed."""
-    plain = _LINK.sub(r"\1", _HTML.sub(" ", _URL.sub(" ", text)))
-    folded = plain.casefold() if plain.isascii() else fold(plain)
-    return [stem(w) for w in _WORD.findall(folded) if w not in STOPWORDS]
-
-
-@functools.lru_cache(maxsize=65536)
-def stem(word: str) -> str:
-    """A light English stemmer: plural, past and -ing endings (`pilots`, `piloted`, `piloting` -> `pilot`)."""
-    if len(word) <= 3 or word.isdigit():
-        return word
-    if word.endswith("ies") and len(word) > 4:
-        return word[:-3] + "y"
-    for suffix, least in (("ing", 6), ("ed", 5), ("es", 5), ("s", 4)):
-        if word.endswith(suffix) and len(word) >= least and not word.endswith(("ss", "us", "is")):
-            word = word[: -len(suffix)]
-            return word[:-1] if suffix in ("ing", "ed") and len(word) > 3 and word[-1] == word[-2] else word
-    return word
-
-
-def sentences(line: str) -> list[str]:
-    """The sentences of one line, each a slice of it (`Mr.`, `e.g.` and initials do not end one)."""
-    found, start = [], 0
-    for match in _SENTENCE_END.finditer(line):
-        if _ABBREVIATION.search(line, max(start, match.start() - 6), match.start()):  # the tail only: linear
-            continue
-        found.append(line[start : match.end(1)].strip())
-        start = match.end()
-    found.append(line[start:].strip())
-    return [s for s in found if s]
-
-
-def chunk_headings(note: ContextNote) -> dict[int, str]:
-    """Line number -> section, for each `Title > Heading > Path` line that opens a chunk of the note's context
-    (the first line, and a line after a blank one); `""` for a chunk of the note's opening text."""
-    lines = note.text.split("\n")
-    found = {}
-    for i, line in enumerate(lines):
-        if i and lines[i - 1].strip():
-            continue
-        if line == note.title:
-            found[i] = ""
-        elif line.startswith(note.title + " > "):
-            found[i] = line.rsplit(" > ", 1)[-1].strip()
-    return found
-
-
-def passages(note: ContextNote, rank: int = 0) -> list[Passage]:
-    """The note's quotable passages in order: sentences of paragraphs and list items, and table body rows."""
-    lines = note.text.split("\n")
-    openers = chunk_headings(note)
-    tokens = _BLOCKS.parse("\n".join("" if i in openers else line for i, line in enumerate(lines)))
-    title = frozenset(terms(note.title))
-    blocks = [(line, -1) for line in openers]
-    blocks += [(t.map[0], i) for i, t in enumerate(tokens) if t.map and t.type == "inline"]
-    found: list[Passage] = []
-    heading, header = "", frozenset[str]()
-    for line, index in sorted(blocks):
-        if index < 0:
-            heading = openers[line]
-            continue
-        token, parent, context = tokens[index], tokens[index - 1].type, title | frozenset(terms(heading))
-        if parent == "heading_open":
-            heading = token.content.strip()
-        elif parent == "th_open":  # the header row: its words go with every body row of the table
-            header = (frozenset() if tokens[index - 2].type == "tr_open" else header) | frozenset(terms(token.content))
-        elif parent == "td_open" and tokens[index - 2].type == "tr_open":  # a body row, quoted whole
-            found += _row(note, rank, heading, lines[line], context | header)
-        elif parent == "paragraph_open":
-            found += _paragraph(note, rank, heading, token, lines, context)
-    return found
-
-
-def _row(note: ContextNote, rank: int, heading: str, line: str, context: frozenset[str]) -> list[Passage]:
-    text = line.strip().strip("|").strip()
-    return [] if _TABLE_RULE.match(text) or poses_as_answer(text) else _passage(note, rank, heading, text, context)
-
-
-def _paragraph(
-    note: ContextNote, rank: int, heading: str, token: Token, lines: Sequence[str], context: frozenset[str]
-) -> list[Passage]:
-    """The sentences of each line of a paragraph, each a slice of the note's own line."""
-    found: list[Passage] = []
-    first = token.map[0] if token.map else 0
-    for offset, content in enumerate(token.content.split("\n")):
-        source = lines[first + offset] if first + offset < len(lines) else content
-        at = source.find(content.strip())
-        line = source[at : at + len(content.strip())] if at >= 0 and content.strip() else ""
-        line = _CALLOUT.sub("", line)
-        if poses_as_answer(line):
-            continue  # a planted reply is never quoted as the answer
-        for sentence in sentences(line):
-            found += _passage(note, rank, heading, sentence, context)
-    return found
-
-
-def _passage(note: ContextNote, rank: int, heading: str, text: str, context: frozenset[str]) -> list[Passage]:
-    words = Counter(terms(text))
-    return [Passage(rank, note, heading, text, words, context)] if words else []
-
-
 def score(question: str, candidates: Sequence[Passage], *, rank_weight: float = RANK_WEIGHT) -> list[Scored]:
     """Every passage scored against the question, best first (see the module docstring)."""
     query = list(dict.fromkeys(terms(question)))
@@ -296,6 +158,26 @@ def choose(
         if measure(s) >= threshold and all(s.text != c.text for c in chosen):
             chosen.append(s)
     return chosen
+
+
+NO_AGENT = "--llm extract has no model to call the tools: use --llm llama or bedrock with --agent"
+
+
+@dataclass(frozen=True)
+class ExtractOptions:
+    """``--llm extract``: no model and no options (the quotes' rules are chosen, not set: see above)."""
+
+    model: str | None = None  # only so that a --model given with extract is refused, not ignored
+
+    def check(self) -> None:
+        if self.model:
+            raise AnswerError("--llm extract uses no model — leave out --model, or pick --llm llama or bedrock")
+
+    def answerer(self) -> ExtractAnswerer:
+        return ExtractAnswerer()
+
+    def driver(self) -> Driver:
+        raise AnswerError(NO_AGENT)
 
 
 class ExtractAnswerer:
@@ -348,22 +230,3 @@ class ExtractAnswerer:
             not_found=not_found(text, flag=not chosen, cited=bool(citations)),
             raw=json.dumps(raw, ensure_ascii=False),
         )
-
-
-def anchored(claim: str, citations: Sequence[Citation], notes: Sequence[ContextNote]) -> tuple[Citation, ...]:
-    """Each citation with the passage it rests on: the passage of the cited section (the whole note when it names
-    none) that shares the most scoring terms with ``claim``, verbatim; none shared, no quote."""
-    by_id = {note.note_id: note for note in notes}
-    want = set(terms(claim))
-    out = []
-    for c in citations:
-        note = by_id.get(c.note_id)
-        best, most = "", 0
-        for passage in passages(note) if note is not None and want else ():
-            if c.heading and passage.heading != c.heading:
-                continue
-            shared = len(want & set(passage.terms))
-            if shared > most:
-                best, most = passage.text, shared
-        out.append(replace(c, quote=best))
-    return tuple(out)

@@ -1,13 +1,20 @@
 """Answer backend: a local Gemma GGUF through llama-cpp-python (CPU, or Vulkan with `n_gpu_layers`).
 
-The reply is generated under a grammar (`structured.gbnf`): one JSON object whose citations can only name
+The reply is generated under a grammar (`contract.gbnf`): one JSON object whose citations can only name
 notes of the context. The model is loaded once, on the first answer, with a context sized to that prompt
 (never more than `n_ctx`); a later, longer prompt grows it. One answerer serves any number of questions.
+
+The module holds the backend whole: its options (`LlamaOptions`), the model (`LlamaModel`), the single-shot
+answerer (`LlamaAnswerer`) and the agent loop's driver (`LlamaAgent`): the conversation as a text transcript, one
+JSON object per step under a grammar made from the step's JSON Schema (the calls it may make, with ids it has
+been shown, plus the answer), so even the 270M Gemma emits well-formed calls and answers.
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
+import json
 import logging
 import os
 import sys
@@ -17,9 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from retriever.answer.base import Answer, AnswerError, ContextNote, OnToken
-from retriever.answer.prompt import DEFAULT_PER_NOTE_TOKENS, build_messages, fit_context, note_headings
-from retriever.answer.structured import AnswerStream, gbnf, parse
+from retriever.answer.agent_prompt import ANSWER_TOOL, SYSTEM_PROMPT, call_text, quoted
+from retriever.answer.contract import Decision, OnToken, Step, ToolOutput, gbnf, json_schema, load_json, parse
+from retriever.answer.prompt import DEFAULT_PER_NOTE_TOKENS, build_messages, fit_context, neutralise, note_headings
+from retriever.answer.records import ANSWER_TOKENS, Answer, AnswerError, ContextNote
+from retriever.answer.structured import AnswerStream
 from retriever.tokens import count_tokens
 
 log = logging.getLogger(__name__)
@@ -40,6 +49,34 @@ CTX_STEP = 512  # context sizes are rounded up to this
 # packaged 270M (reports/llama-context-budget.md).
 DEFAULT_CONTEXT_TOKENS = 0
 _LOOP_PERIODS = range(1, 33)  # a reply whose last 3 x p tokens repeat with period p is looping
+QUERY_CHARS = 120  # the agent's search query: longer ones are where a small model starts to loop
+
+
+@dataclass(frozen=True)
+class LlamaOptions:
+    """``--llm llama``: the GGUF (None: $VAULT2OKF_GGUF, else the packaged 270M) and how llama.cpp runs it."""
+
+    model: str | None = None
+    gpu_layers: int = 0  # layers offloaded (a GPU build, e.g. Vulkan; -1: all)
+    n_ctx: int = 8192  # the largest context window the answerer allocates
+    context_tokens: int | None = None  # most tokens of note text the model reads (None: DEFAULT_CONTEXT_TOKENS)
+    answer_tokens: int = ANSWER_TOKENS
+
+    def check(self) -> None:
+        resolve_model_path(self.model)
+
+    def _model_options(self) -> dict[str, Any]:
+        from retriever.embed import verbose  # `vault2okf --verbose`: llama.cpp's log lines too
+
+        return {"n_gpu_layers": self.gpu_layers, "n_ctx": self.n_ctx, "answer_tokens": self.answer_tokens,
+                "verbose": verbose()}  # fmt: skip
+
+    def answerer(self) -> LlamaAnswerer:
+        budget = {} if self.context_tokens is None else {"context_tokens": self.context_tokens}
+        return LlamaAnswerer(self.model, **self._model_options(), **budget)
+
+    def driver(self) -> LlamaAgent:
+        return LlamaAgent(self.model, **self._model_options())  # the agent reads tool results: no note budget
 
 
 def gemma_prompt(system: str, user: str) -> str:
@@ -155,14 +192,14 @@ class PromptEval:
 
 class LlamaModel:
     """A local GGUF: the file (and a notice when it is the tiny packaged model), the context, the threads. The
-    answerer and the agent loop's llama model (``retriever.agent.loop.LlamaAgent``) are built on it."""
+    answerer and the agent loop's driver (``LlamaAgent``) are built on it."""
 
     def __init__(
         self,
         model_path: str | Path | None = None,
         n_ctx: int = 8192,
         n_gpu_layers: int = 0,
-        max_tokens: int = 512,
+        answer_tokens: int = ANSWER_TOKENS,
         temperature: float = 0.0,
         verbose: bool = False,
         n_threads: int | None = None,
@@ -170,7 +207,7 @@ class LlamaModel:
     ) -> None:
         self.model_path, self.notice = resolve_model_path(model_path)
         self.model = self.model_path.name
-        self.n_ctx, self.n_gpu_layers, self.max_tokens = n_ctx, n_gpu_layers, max_tokens
+        self.n_ctx, self.n_gpu_layers, self.answer_tokens = n_ctx, n_gpu_layers, answer_tokens
         self.temperature, self.verbose, self.n_threads, self.n_batch = temperature, verbose, n_threads, n_batch
 
 
@@ -234,7 +271,7 @@ class LlamaAnswerer(LlamaModel):
         return parsed.answer(raw, finish, (prompt_tokens, completion_tokens), seconds, self.model)
 
     def _context_for(self, prompt_tokens: int) -> int:
-        need = prompt_tokens + self.max_tokens
+        need = prompt_tokens + self.answer_tokens
         return min(self.n_ctx, -(-need // CTX_STEP) * CTX_STEP)
 
     def _load(self, n_ctx: int) -> None:
@@ -249,13 +286,13 @@ class LlamaAnswerer(LlamaModel):
     def _fit(self, prompt: str) -> int:
         """Prompt tokens as llama.cpp counts them; grows the context if needed, an error past `n_ctx`."""
         count = len(self._llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=True))
-        if count + self.max_tokens > self.n_ctx:
+        if count + self.answer_tokens > self.n_ctx:
             raise AnswerError(
-                f"the prompt is {count} tokens and the answer may take {self.max_tokens}, more than the "
+                f"the prompt is {count} tokens and the answer may take {self.answer_tokens}, more than the "
                 f"context of {self.n_ctx} — raise --n-ctx, retrieve less (--max-notes, --max-tokens) or lower "
                 "--answer-tokens"
             )
-        if count + self.max_tokens > self.context_size:
+        if count + self.answer_tokens > self.context_size:
             self._load(self._context_for(count))
         return count
 
@@ -284,13 +321,13 @@ class LlamaAnswerer(LlamaModel):
         self.last_eval = _prompt_eval(self._llm, prompt_tokens)
         raw = "".join(pieces)
         tokens = len(self._llm.tokenize(raw.encode("utf-8"), add_bos=False, special=True)) if raw else 0
-        return raw, finish, min(tokens, self.max_tokens)
+        return raw, finish, min(tokens, self.answer_tokens)
 
     def _options(self, prompt_tokens: int) -> dict[str, Any]:
         from llama_cpp import StoppingCriteriaList
 
         return {
-            "max_tokens": self.max_tokens,
+            "max_tokens": self.answer_tokens,  # llama-cpp-python's name for the answer budget
             "temperature": self.temperature,
             "repeat_penalty": self.repeat_penalty,
             "stop": [END_OF_TURN, "<eos>"],
@@ -299,7 +336,8 @@ class LlamaAnswerer(LlamaModel):
 
 
 class _LoopStop:
-    """Stop when the newest tokens repeat one short unit over and over (`- The Party` x 31)."""
+    """Stop when the newest tokens repeat one short unit over and over (`- The Party` x 31): the answerer's and
+    the agent driver's generations both."""
 
     def __init__(self, prompt_tokens: int) -> None:
         self.prompt_tokens = prompt_tokens
@@ -381,3 +419,124 @@ def _quiet_stderr() -> Iterator[None]:
     finally:
         os.dup2(saved, 2)
         os.close(saved)
+
+
+class LlamaAgent(LlamaModel):
+    """The agent loop's model: a local GGUF, one grammar-constrained JSON object per step (``contract.Driver``).
+
+    The transcript is re-sent each step; llama-cpp-python keeps the evaluated prefix, so a step costs its new
+    tokens. A result that would overflow ``n_ctx`` is left out (oldest first) and the model is told so.
+    """
+
+    def __init__(self, model_path: str | Path | None = None, **options: Any) -> None:
+        super().__init__(model_path, **options)
+        self._llm: Any = None
+        self.question = ""
+        self.turns: list[tuple[str, str]] = []  # (the call as the model wrote it, the result as it reads it)
+        self.dropped = 0  # oldest results left out to fit the context
+        self.tools: tuple[str, ...] = ()  # the tools of the last step, as the prompt names them
+
+    def _load(self) -> Any:
+        if self._llm is None:
+            self._llm = load_llama(
+                self.model_path, n_ctx=self.n_ctx, n_gpu_layers=self.n_gpu_layers, verbose=self.verbose,
+                n_threads=self.n_threads, n_batch=min(self.n_batch, self.n_ctx),
+            )  # fmt: skip
+        return self._llm
+
+    @property
+    def chat(self) -> bool:
+        return self._llm is not None and has_chat_template(self._llm)
+
+    def start(self, question: str) -> None:
+        self.question, self.turns, self.dropped = " ".join(neutralise(question).split()), [], 0
+
+    def inject(self, call_id: str, result: ToolOutput) -> None:
+        self.feed([(call_id, result)])
+
+    def feed(self, results: Sequence[tuple[str, ToolOutput]]) -> None:
+        for _, result in results:
+            self.turns.append((call_text(result.tool, result.arguments), quoted(result.text)))
+
+    def prompt(self, *, final: bool) -> str:
+        """The transcript as the model reads it (chat turns for a GGUF with a chat template, else plain text)."""
+        n = len(self.turns) + 1
+        cue = f"Call {n}: " if not final else f"Call {n} (the step budget is spent: the {ANSWER_TOOL} tool): "
+        lead = f"{SYSTEM_PROMPT}\n\nTools: {', '.join([*self.tools, ANSWER_TOOL])}.\n\nQuestion: {self.question}"
+        shown = [
+            (call, "(result left out to fit the context)" if i < self.dropped else result)
+            for i, (call, result) in enumerate(self.turns)
+        ]
+        if self.chat:
+            parts = [f"<start_of_turn>user\n{lead}<end_of_turn>\n"]
+            for i, (call, result) in enumerate(shown, start=1):
+                parts.append(f"<start_of_turn>model\nCall {i}: {call}<end_of_turn>\n")
+                parts.append(f"<start_of_turn>user\nResult {i}:\n{result}<end_of_turn>\n")
+            return "".join(parts) + f"<start_of_turn>model\n{cue}"
+        body = "".join(f"Call {i}: {call}\nResult {i}:\n{result}\n\n" for i, (call, result) in enumerate(shown, 1))
+        return f"{lead}\n\n{body}{cue}"
+
+    def decide(self, step: Step) -> Decision:
+        from llama_cpp import LlamaGrammar, StoppingCriteriaList
+
+        llm = self._load()
+        self.tools = tuple(name for name, _, _ in step.tools)
+        prompt, count = self._fitting(step.final)
+        grammar = LlamaGrammar.from_json_schema(json.dumps(step_schema(step)), verbose=self.verbose)
+        out = llm.create_completion(
+            prompt, grammar=grammar, max_tokens=self.answer_tokens, temperature=self.temperature,
+            repeat_penalty=REPEAT_PENALTY, stop=[END_OF_TURN, "<eos>"],
+            stopping_criteria=StoppingCriteriaList([_LoopStop(count)]),
+        )  # fmt: skip
+        raw = out["choices"][0]["text"]
+        finish = "length" if out["choices"][0].get("finish_reason") == "length" else "stop"
+        completion = int(out.get("usage", {}).get("completion_tokens", 0))
+        data = load_json(raw)
+        tokens = {"prompt_tokens": count, "completion_tokens": completion, "raw": raw, "finish": finish}
+        if data is None or data.get("tool") == ANSWER_TOOL or not isinstance(data.get("arguments"), dict):
+            answer = data.get("arguments") if data and isinstance(data.get("arguments"), dict) else _inner(raw)
+            return Decision(answer=answer, **tokens)
+        return Decision(calls=((f"call_{len(self.turns) + 1}", str(data["tool"]), data["arguments"]),), **tokens)
+
+    def _fitting(self, final: bool) -> tuple[str, int]:
+        llm = self._load()
+        while True:
+            prompt = self.prompt(final=final)
+            count = len(llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=True))
+            if count + self.answer_tokens <= self.n_ctx:
+                return prompt, count
+            if self.dropped >= len(self.turns):
+                raise AnswerError(
+                    f"the agent's prompt is {count} tokens and the answer may take {self.answer_tokens}, more "
+                    f"than the context of {self.n_ctx}: raise --n-ctx or lower --answer-tokens"
+                )
+            self.dropped += 1
+
+
+def step_schema(step: Step) -> dict[str, Any]:
+    """One step of a local model: a call the step allows (its search query capped at ``QUERY_CHARS``) or the
+    answer, which cites only the notes seen (``contract.json_schema``, strict)."""
+    answer = {
+        "type": "object",
+        "properties": {
+            "tool": {"const": ANSWER_TOOL},
+            "arguments": json_schema(step.notes, step.headings, strict=True),
+        },
+        "required": ["tool", "arguments"],
+        "additionalProperties": False,
+    }
+    if step.calls is None:
+        return answer
+    calls = copy.deepcopy(step.calls["anyOf"])  # the step's schema may share the tool declarations' dicts
+    for call in calls:
+        query = call["properties"]["arguments"]["properties"].get("query")
+        if call["properties"]["tool"]["const"] == "search" and query:
+            query["maxLength"] = min(query.get("maxLength", QUERY_CHARS), QUERY_CHARS)
+    return {"anyOf": [*calls, answer]}
+
+
+def _inner(raw: str) -> str:
+    """An answer call cut off past repair here: its ``arguments`` text, which ``contract.parse`` closes the
+    ways an answer can be cut (inside the text, inside a citation)."""
+    key = raw.find('"arguments":')
+    return raw[key + len('"arguments":') :].strip() if raw.lstrip().startswith('{"tool"') and key >= 0 else raw

@@ -33,7 +33,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from retriever.answer.base import AnswerError
+from retriever.answer.contract import AnswerError
 
 PROBE_ENV = "VAULT2OKF_LLAMA_PROBE"
 CHECK_ENV = "VAULT2OKF_LLAMA_CHECK"

@@ -14,11 +14,15 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
-from retriever.answer.base import Citation, ContextNote
+from retriever.answer.records import Citation, ContextNote
 from retriever.answer.refusal import CITATION_LINK, NOT_FOUND
 from retriever.tokens import count_tokens, token_spans
+
+if TYPE_CHECKING:
+    from retriever.retrieve import Retrieval
 
 DEFAULT_PER_NOTE_TOKENS = 600
 MIN_PART = 100  # fit_context: a note cut shorter than this is left out
@@ -133,6 +137,20 @@ def heading_paths(text: str) -> list[tuple[str, ...]]:
         stack.append((level, name))
         paths.append(tuple(n for _, n in stack))
     return paths
+
+
+def context_notes(retrieval: Retrieval) -> list[ContextNote]:
+    """The retrieved notes as the answerer sees them, each with the type and session number/date of the concept
+    its hit was made from (``Hit.concept``, read once by the retriever)."""
+    notes = []
+    for h in retrieval.hits:
+        c = h.concept
+        notes.append(ContextNote(
+            h.note_id, h.title, h.doc_path, h.text, h.via, h.score, h.session_label,
+            type=getattr(c, "type", None) or None, session_number=getattr(c, "session_number", None),
+            session_date=getattr(c, "session_date", None),
+        ))  # fmt: skip
+    return notes
 
 
 def note_headings(note: ContextNote) -> list[str]:

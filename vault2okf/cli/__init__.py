@@ -20,8 +20,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from retriever.errors import RetrieverError
-from vault2okf.errors import Vault2OkfError
+from vault2okf.protocol import BundleError
 
 # numpy's BLAS on one thread, set before anything imports numpy (a value the user set wins): every product the
 # retriever computes with it is small (a question against the chunk table: ~1 ms), and on a few cores OpenBLAS's
@@ -76,10 +75,11 @@ class _Commands(TyperGroup):
 
 
 def library_errors() -> tuple[type[Exception], ...]:
-    """Each package's base error, and OSError (disk full, permission denied...). ``EvalError`` once ``eval`` is
-    imported: no eval error can be raised before, and importing the package costs a search its reports code."""
+    """The bundle protocol's base error (``Vault2OkfError`` and ``RetrieverError`` derive from it), and OSError (disk
+    full, permission denied...). ``EvalError`` once ``eval`` is imported: no eval error can be raised before, and
+    importing the package costs a search its reports code."""
     evaluation = sys.modules.get("eval.errors")
-    return (Vault2OkfError, RetrieverError, OSError, *([evaluation.EvalError] if evaluation else []))
+    return (BundleError, OSError, *([evaluation.EvalError] if evaluation else []))
 
 
 app = typer.Typer(

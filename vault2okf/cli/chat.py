@@ -18,13 +18,12 @@ from typing import TextIO
 
 import typer
 
-from retriever.answer.ask import AskResult, ask
-from retriever.answer.base import Answerer, AnswerSpec
+from retriever.answer.backends import AnswerSpec
+from retriever.asker import Asker, AskResult, left_out_notice
 from retriever.errors import RetrieverError
-from retriever.retrieve import Retrieval, Retriever, SearchSpec
-from vault2okf.cli.ask import context_lines, render_sources, say_notice
-from vault2okf.cli.options import BUNDLE, CHROMA_URL, answer_options, search_options
-from vault2okf.cli.search import hit_lines, open_retriever
+from retriever.retrieve import Retrieval, SearchSpec
+from vault2okf.cli.options import BUNDLE, CHROMA_URL, answer_options, open_retriever, search_options
+from vault2okf.cli.render import context_lines, hit_lines, notes, render_sources
 
 PROMPT = "> "
 HELP = "Enter a question, or /search QUESTION, /sources, /history, /help, /quit."
@@ -33,11 +32,10 @@ SESSION_ERRORS = (RetrieverError, OSError)  # one bad question never ends the se
 
 @dataclass
 class ChatSession:
-    """What one session holds: the opened retriever and answerer, the questions asked, the last result."""
+    """What one session holds: the asker (the opened retriever and answerer), the questions asked, the last
+    result. It asks exactly as ``ask`` does (``retriever.asker``): the same prompt for the same question."""
 
-    retriever: Retriever
-    spec: SearchSpec
-    answerer: Answerer
+    asker: Asker
     out: TextIO = field(default_factory=lambda: sys.stdout)
     err: TextIO = field(default_factory=lambda: sys.stderr)
     history: list[str] = field(default_factory=list)
@@ -75,23 +73,24 @@ class ChatSession:
             self.out.write(token)
             self.out.flush()
 
-        result = ask(question, lambda q: self.retriever.search(q, self.spec), self.answerer, on_token=on_token,
-                     on_retrieved=self._reading)  # fmt: skip
+        result = self.asker.ask(question, on_token=on_token, on_retrieved=self._reading)
         self.last = result
         if not streamed:
             self.out.write(result.answer.text)
         for line in render_sources(result.answer) or [""]:  # the quote each citation rests on, like ask's
             self._print(line)
-        t = result.timings
+        t, r = result.timings, result.retrieval
         search_ms = t.get("embed_ms", 0.0) + t.get("retrieve_ms", 0.0)
+        notes, tokens = (r.notes, r.tokens) if r is not None else (0, 0)
         self._note(
-            f"{result.retrieval.notes} notes, {result.retrieval.tokens} tokens; search {search_ms:.0f} ms, "
+            f"{notes} notes, {tokens} tokens; search {search_ms:.0f} ms, "
             f"answer {t.get('answer_ms', 0.0) / 1000:.1f} s ({result.answer.prompt_tokens} prompt tokens)"
         )
 
     def search(self, question: str) -> None:
         self.history.append(f"/search {question}")
-        retrieval = self.retriever.search(question, self.spec)
+        retrieval = self.asker.search(question)
+        self._left_out(retrieval)
         self.last = retrieval
         self._hits(retrieval)
         t = retrieval.timings
@@ -103,19 +102,25 @@ class ChatSession:
     def _reading(self, retrieval: Retrieval) -> None:
         """The notes the answer will come from, on one line, as soon as retrieval ends (prompt processing takes
         seconds on a CPU; the numbered list with the cited ones marked is /sources)."""
+        self._left_out(retrieval)
         titles = list(dict.fromkeys(h.title for h in retrieval.hits))
         shown = ", ".join(titles[:6]) + (f", … {len(titles) - 6} more" if len(titles) > 6 else "")
         self._note(f"reading {len(titles)} notes: {shown}" if titles else "no note retrieved")
 
+    def _left_out(self, retrieval: Retrieval) -> None:
+        notice = left_out_notice(retrieval, self.asker.spec.budget)
+        if notice:
+            self._note(f"note: {notice}")
+
     def _sources(self) -> bool:
         if self.last is None:
             return self._say("nothing asked yet")
-        retrieval = self.last.retrieval if isinstance(self.last, AskResult) else self.last
         if isinstance(self.last, AskResult):
-            for line in context_lines(self.last.answer, retrieval.hits):  # each note once, cited ones marked
+            hits = self.last.retrieval.hits if self.last.retrieval is not None else ()
+            for line in context_lines(self.last.answer, hits):  # each note once, cited ones marked
                 self._print(line)
         else:
-            self._hits(retrieval)
+            self._hits(self.last)
         return True
 
     def _hits(self, retrieval: Retrieval) -> None:
@@ -183,20 +188,17 @@ def chat_cmd(
     answer: AnswerSpec,
 ) -> None:
     """Ask many questions of BUNDLE in one session: the models and the index load once."""
-    from retriever.answer.base import check_answerer
-
     if verbose:
         os.environ["VAULT2OKF_VERBOSE"] = "1"
-    check_answerer(answer.llm, model=answer.model)  # a missing GGUF or model ID fails here, before any model loads
+    answer.check()  # a missing GGUF or model ID fails here, before any model loads
     started = time.perf_counter()
-    retriever = open_retriever(bundle, chroma_url)
-    retriever.prepare(spec)
+    retriever = open_retriever(bundle, chroma_url, spec)
     retriever.embed("warm up")  # the first question pays no one-time set-up of the embedder
-    answerer = answer.answerer()  # after --verbose: llama.cpp's log lines too
-    say_notice(answerer.notice)
-    notes, chunks = len(retriever.table.rows_of), len(retriever.table.ids)
+    asker = Asker(retriever, spec, answer)
+    notes([asker.notice])  # the answerer is built here, after --verbose: llama.cpp's log lines too
+    count, chunks = len(retriever.table.rows_of), len(retriever.table.ids)
     typer.echo(
-        f"{bundle}: {notes} notes, {chunks} chunks, ready in {time.perf_counter() - started:.1f} s. {HELP}", err=True
+        f"{bundle}: {count} notes, {chunks} chunks, ready in {time.perf_counter() - started:.1f} s. {HELP}", err=True
     )
     _readline_history()
-    run_session(ChatSession(retriever, spec, answerer))
+    run_session(ChatSession(asker))

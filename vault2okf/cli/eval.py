@@ -6,10 +6,14 @@ from pathlib import Path
 
 import typer
 
-from retriever.answer.base import Backend
-from vault2okf.cli.options import CONTEXT_TOKENS, NO_AGENT
+from retriever.agent.spec import AgentSpec
+from retriever.answer.backends import AnswerSpec
+from vault2okf.cli.options import agent_options, answer_options, check_agent
 
 
+@answer_options(answer_tokens=160)
+@agent_options(agent_help="With --answers: also answer with the agent loop and compare it to single-shot.",
+               steps_help="With --agent: most tool calls per answer.")  # fmt: skip
 def eval_cmd(
     bundle: Path = typer.Argument(..., help="An indexed bundle (`vault2okf index`)."),
     golden: Path = typer.Option(..., "--golden", help="Golden set, JSON Lines (see golden/README.md)."),
@@ -22,36 +26,22 @@ def eval_cmd(
     ),
     answers: bool = typer.Option(False, "--answers", help="Also generate and score answers (slow)."),
     answer_method: str = typer.Option("default", "--answer-method", help="Which method's context to answer from."),
-    llm: Backend = typer.Option(Backend.LLAMA, "--llm", help="Answerer for --answers: llama, bedrock or extract."),
-    model: str | None = typer.Option(None, "--model", help="GGUF path (llama) or model ID (bedrock)."),
-    answer_tokens: int = typer.Option(160, "--answer-tokens", min=1, help="Most tokens per answer."),
-    context_tokens: int | None = CONTEXT_TOKENS,
-    agent: bool = typer.Option(
-        False, "--agent", help="With --answers: also answer with the agent loop and compare it to single-shot."
-    ),
-    steps: int = typer.Option(5, "--steps", min=0, help="With --agent: most tool calls per answer."),
-    prefetch: bool = typer.Option(False, "--prefetch", help="With --agent: start from the search of the question."),
     per_tier: int | None = typer.Option(
         None, "--per-tier", min=1, help="Only the first N questions of each tier (a quick, declared subset)."
     ),
+    *,
+    answer: AnswerSpec,
+    agent: AgentSpec | None,
 ) -> None:
     """Compare vector top-k, graph walk and union on a golden set, at matched budgets; write reports."""
     from eval.harness import evaluate
-    from retriever.answer.base import AnswerSpec
 
-    agent_spec = None
-    if agent and llm == Backend.EXTRACT:
-        raise typer.BadParameter(NO_AGENT, param_hint="'--agent'")
-    if agent:  # the loop and its tools load only for --agent
-        from retriever.agent.loop import AgentSpec
-
-        agent_spec = AgentSpec(steps, prefetch)
+    check_agent(agent, answer)
     out_dir = out if out is not None else bundle / "reports"  # never the project's own reports/ by default
     _check_writable(out_dir, default=out is None)
     paths, summary = evaluate(
         bundle, golden, out_dir, stem or f"eval-{golden.stem}", rankers=rankers,
-        answer=AnswerSpec(llm, model, answer_tokens=answer_tokens, context_tokens=context_tokens) if answers else None,
-        answer_method=answer_method, agent=agent_spec,
+        answer=answer if answers else None, answer_method=answer_method, agent=agent,
         progress=lambda msg: typer.echo(msg, err=True), per_tier=per_tier,
     )  # fmt: skip
     typer.echo(summary)
@@ -63,7 +53,8 @@ def _check_writable(out_dir: Path, *, default: bool) -> None:
     """The report folder can be written (it, or the nearest folder above it that exists): said before any work."""
     import os
 
-    from vault2okf.errors import Vault2OkfError, existing
+    from vault2okf.errors import Vault2OkfError
+    from vault2okf.protocol.disk import existing
 
     if out_dir.exists() and not out_dir.is_dir():
         raise Vault2OkfError(f"--out {out_dir} is a file: give a folder for the reports")

@@ -1,9 +1,11 @@
 """The options more than one command takes, each declared once.
 
-Plain arguments and options are values (``BUNDLE``, ``VAULT`` ...). The search options and the answer options
-are decorators: ``@search_options`` gives a command the search options, which reach it as one ``spec:
-SearchSpec`` keyword argument; ``@answer_options`` does the same for the answerer (``answer: AnswerSpec``).
-The retriever is imported only when a decorator is applied, so ``convert`` and ``links`` do not load it.
+Plain arguments and options are values (``BUNDLE``, ``VAULT`` ...). The search, answer and agent options are
+decorators: ``@search_options`` gives a command the search options, which reach it as one ``spec: SearchSpec``
+keyword argument; ``@answer_options`` does the same for the answerer (``answer: AnswerSpec``, each flag taken by
+the backend that owns it, with that backend's defaults); ``@agent_options`` for the agent loop (``agent:
+AgentSpec | None``, None without ``--agent``). ``ask``, ``chat`` and ``eval`` share them. The retriever is
+imported only when a decorator is applied, so ``convert`` and ``links`` do not load it.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -25,7 +28,6 @@ CONTEXT_TOKENS = typer.Option(
     None, "--context-tokens", min=0,
     help="llama: most tokens of the retrieved notes the local model reads, best-ranked first (0: all; default "
     "the answerer's). The retrieval budget (--max-tokens) is unchanged.")  # fmt: skip
-NO_AGENT = "--llm extract has no model to call the tools: use --llm llama or bedrock with --agent"
 
 Option = tuple[str, Any, Any]  # parameter name, type, typer.Option
 
@@ -66,39 +68,89 @@ def search_options(command: Callable[..., None]) -> Callable[..., None]:
     return with_options(command, "spec", options, spec)
 
 
-def answer_options(command: Callable[..., None]) -> Callable[..., None]:
-    """Give ``command`` the answer options (``ask``, ``chat``); they reach it as one ``answer: AnswerSpec``."""
-    from retriever.answer.base import AnswerSpec, Backend
+def answer_options(command: Callable[..., None] | None = None, *, answer_tokens: int | None = None) -> Any:
+    """Give ``command`` the answer options (``ask``, ``chat``, ``eval``); they reach it as one ``answer:
+    AnswerSpec``. ``answer_tokens`` changes that option's default (``eval`` answers many questions: shorter)."""
+    if command is None:
+        return functools.partial(answer_options, answer_tokens=answer_tokens)
+    from retriever.answer.backends import AnswerSpec, Backend
+    from retriever.answer.bedrock import BedrockOptions
+    from retriever.answer.llama import LlamaOptions
 
+    llama, bedrock = LlamaOptions(), BedrockOptions()  # every default is the backend's own
     options: Sequence[Option] = (
         ("llm", Backend, typer.Option(
             Backend.LLAMA, "--llm",
             help="llama (local Gemma GGUF), bedrock (AWS Converse) or extract (no model: the best sentences).")),
         ("model", str | None, typer.Option(None, "--model", help="GGUF path for llama; model ID for bedrock.")),
-        ("region", str | None, typer.Option(None, "--region", help="AWS region for bedrock (else AWS_REGION).")),
-        ("profile", str | None, typer.Option(None, "--profile", help="AWS profile for bedrock (else AWS_PROFILE).")),
+        ("region", str | None, typer.Option(
+            bedrock.region, "--region", help="AWS region for bedrock (else AWS_REGION).")),
+        ("profile", str | None, typer.Option(
+            bedrock.profile, "--profile", help="AWS profile for bedrock (else AWS_PROFILE).")),
         ("gpu_layers", int, typer.Option(
-            0, "--gpu-layers", help="Layers to offload (llama.cpp built with Vulkan; -1 = all).")),
-        ("n_ctx", int, typer.Option(8192, "--n-ctx", min=256, help="llama.cpp context window in tokens.")),
-        ("answer_tokens", int, typer.Option(512, "--answer-tokens", min=1, help="Most tokens in the answer.")),
+            llama.gpu_layers, "--gpu-layers", help="Layers to offload (llama.cpp built with Vulkan; -1 = all).")),
+        ("n_ctx", int, typer.Option(llama.n_ctx, "--n-ctx", min=256, help="llama.cpp context window in tokens.")),
+        ("answer_tokens", int, typer.Option(
+            answer_tokens or llama.answer_tokens, "--answer-tokens", min=1, help="Most tokens in the answer.")),
         ("context_tokens", int | None, CONTEXT_TOKENS),
     )  # fmt: skip
 
     def spec(values: dict[str, Any]) -> AnswerSpec:
-        return AnswerSpec(**values)
+        return AnswerSpec.of(**values)
 
     return with_options(command, "answer", options, spec)
 
 
+def agent_options(command: Callable[..., None] | None = None, *, steps_help: str = "", agent_help: str = "") -> Any:
+    """Give ``command`` the agent options (``ask``, ``eval``): ``--agent``, ``--steps``, ``--prefetch``; they reach it
+    as one ``agent: AgentSpec | None`` (None without ``--agent``), listed after the command's own options; the
+    command checks the pair with ``check_agent`` (the agent needs a backend with a model)."""
+    if command is None:
+        return functools.partial(agent_options, steps_help=steps_help, agent_help=agent_help)
+    from retriever.agent.spec import DEFAULT_STEPS, AgentSpec
+
+    options: Sequence[Option] = (
+        ("agent", bool, typer.Option(False, "--agent", help=agent_help or
+            "Let the model call the bundle's tools (search, read_note, neighbours, sql, schema).")),
+        ("steps", int, typer.Option(DEFAULT_STEPS, "--steps", min=0,
+            help=steps_help or "With --agent: most tool calls before it must answer.")),
+        ("prefetch", bool, typer.Option(False, "--prefetch",
+            help="With --agent: start from the search of the question, as if the model called it.")),
+    )  # fmt: skip
+
+    def spec(values: dict[str, Any]) -> AgentSpec | None:
+        if values["prefetch"] and not values["agent"]:
+            raise typer.BadParameter("--prefetch is for the agent loop: add --agent", param_hint="'--prefetch'")
+        return AgentSpec(values["steps"], values["prefetch"]) if values["agent"] else None
+
+    return with_options(command, "agent", options, spec, at_end=True)
+
+
+def check_agent(agent: Any, answer: Any) -> None:
+    """A usage error for ``--agent`` with a backend that has no model to call the tools (extract)."""
+    from retriever.answer.backends import Backend
+    from retriever.answer.extract import NO_AGENT
+
+    if agent is not None and answer.llm == Backend.EXTRACT:
+        raise typer.BadParameter(NO_AGENT, param_hint="'--agent'")
+
+
 def with_options(
-    command: Callable[..., None], name: str, options: Sequence[Option], build: Callable[[dict[str, Any]], Any]
+    command: Callable[..., None],
+    name: str,
+    options: Sequence[Option],
+    build: Callable[[dict[str, Any]], Any],
+    *,
+    at_end: bool = False,
 ) -> Callable[..., None]:
-    """``command`` with ``options`` after its arguments; their values reach it built into one keyword ``name``."""
+    """``command`` with ``options`` after its arguments (``at_end``: after its own options too); their values reach
+    it built into one keyword ``name``."""
     own = [p for p in inspect.signature(command, eval_str=True).parameters.values() if p.name != name]
     keyword = inspect.Parameter.KEYWORD_ONLY
     added = [inspect.Parameter(option, keyword, default=opt, annotation=t) for option, t, opt in options]
     arguments = [p for p in own if isinstance(p.default, typer.models.ArgumentInfo)]
-    params = [*arguments, *added, *(p for p in own if p not in arguments)]
+    rest = [p for p in own if p not in arguments]
+    params = [*arguments, *rest, *added] if at_end else [*arguments, *added, *rest]
 
     @functools.wraps(command)
     def with_spec(**values: Any) -> None:
@@ -108,6 +160,18 @@ def with_options(
     with_spec.__signature__ = inspect.Signature([p.replace(kind=keyword) for p in params])  # type: ignore[attr-defined]
     with_spec.__annotations__ = {p.name: p.annotation for p in params}
     return with_spec
+
+
+def open_retriever(bundle: Path, chroma_url: str | None, spec: Any) -> Any:
+    """``Retriever.open``, saying on stderr what the index's state means for the results (an ``index`` rewriting it
+    now, or an interrupted one), with the in-memory indexes ``spec`` needs built (``search``, ``ask``, ``chat``)."""
+    from retriever.retrieve import Retriever
+    from vault2okf.cli.render import notes
+
+    retriever = Retriever.open(bundle, chroma_url=chroma_url)
+    notes(retriever.notices)
+    retriever.prepare(spec)
+    return retriever
 
 
 def check_question(question: str) -> None:

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import typer
 
-from retriever.retrieve import Retrieval, Retriever, SearchSpec
-from vault2okf.cli.options import BUNDLE, CHROMA_URL, QUESTION, check_question, search_options
+from retriever.retrieve import SearchSpec
+from vault2okf.cli.options import BUNDLE, CHROMA_URL, QUESTION, check_question, open_retriever, search_options
+from vault2okf.cli.render import hit_lines, notes
 
 
 @search_options
@@ -21,10 +22,12 @@ def search_cmd(
     spec: SearchSpec,
 ) -> None:
     """Retrieve the notes for QUESTION: each with score, via (vector | hop) and tokens."""
+    from retriever.asker import left_out_notice
+
     check_question(question)
-    retriever = open_retriever(bundle, chroma_url)
-    retriever.prepare(spec)
-    retrieval = searched(retriever, question, spec)
+    retriever = open_retriever(bundle, chroma_url, spec)
+    retrieval = retriever.search(question, spec)
+    notes([left_out_notice(retrieval, spec.budget)])
     if as_json:
         payload = {"question": question, "mode": retrieval.mode, "k": spec.k, "ranker": retrieval.ranker,
                    "notes": retrieval.notes, "tokens": retrieval.tokens, "left_out": retrieval.left_out,
@@ -34,35 +37,3 @@ def search_cmd(
     for line in hit_lines(retrieval):
         typer.echo(line)
     typer.echo(f"{retrieval.notes} notes, {retrieval.tokens} tokens, {retrieval.timings.get('retrieve_ms', 0):.1f} ms")
-
-
-def hit_lines(retrieval: Retrieval) -> list[str]:
-    """A header, then one line per hit: rank, via, its score in the column of its stage (a vector hit's cosine
-    and a hop hit's ranker score are different scales, so never one column), tokens, vault path (``search``
-    and chat's ``/search`` and ``/sources``)."""
-    lines = ["  #  via     vector     hop  tokens  note"]
-    for rank, hit in enumerate(retrieval.hits, start=1):
-        score = f"{hit.score:7.3f}"
-        vector, hop = (score, "") if hit.via == "vector" else ("", score)
-        lines.append(f"{rank:>3}. {hit.via:<6} {vector:>7} {hop:>7} {hit.tokens:>5} tok  {hit.vault_path}")
-    return lines
-
-
-def searched(retriever: Retriever, question: str, spec: SearchSpec) -> Retrieval:
-    """``retriever.search``, saying on stderr when the budget left retrieved notes out (``search``, ``ask``)."""
-    retrieval = retriever.search(question, spec)
-    if retrieval.left_out:
-        b = spec.budget
-        caps = ", ".join(f"--max-{what} {cap}" for what, cap in (("notes", b.notes), ("tokens", b.tokens)) if cap)
-        what = "no retrieved note fits" if not retrieval.hits else f"{retrieval.left_out} retrieved notes do not fit"
-        typer.echo(f"note: {what} the context budget ({caps})", err=True)
-    return retrieval
-
-
-def open_retriever(bundle: Path, chroma_url: str | None) -> Retriever:
-    """``Retriever.open``, saying on stderr what the index's state means for the results (``search``, ``ask``,
-    ``chat``): an ``index`` rewriting it now, or an interrupted one."""
-    retriever = Retriever.open(bundle, chroma_url=chroma_url)
-    for notice in retriever.notices:
-        typer.echo(f"note: {notice}", err=True)
-    return retriever

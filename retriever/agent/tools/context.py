@@ -13,6 +13,8 @@ from retriever.agent.tools.sandbox import Sandbox
 from retriever.errors import RetrieverError
 from retriever.okf import check_bundle, read_bundle
 from retriever.retrieve import DEFAULT_SPEC, Retriever, SearchSpec
+from vault2okf.protocol import database
+from vault2okf.protocol.index_info import index_info_path
 
 
 class ToolContext:
@@ -40,13 +42,13 @@ class ToolContext:
         self._retriever_lock = threading.Lock()
         self._retriever: Retriever | None = retriever
         self._graph: Any = None
-        self._stamps = (stamp(self.bundle / "okf.duckdb"), stamp(self.bundle / ".vault2okf" / "index.json"))
+        self._stamps = (stamp(database(self.bundle)), stamp(index_info_path(self.bundle)))
 
     def follow(self) -> None:
         """Serve the bundle as it is now: after a `convert` replaced its database (a server outlives many, under
         `watch`), reopen the database and forget the notes, graph and retriever read from the old one; after an
         `index`, reopen the retriever. The old connection closes when the calls still using it are done."""
-        now = (stamp(self.bundle / "okf.duckdb"), stamp(self.bundle / ".vault2okf" / "index.json"))
+        now = (stamp(database(self.bundle)), stamp(index_info_path(self.bundle)))
         if now == self._stamps or now[0] is None:  # unchanged, or between a convert's swaps: the old one serves
             return
         with self._retriever_lock:

@@ -19,14 +19,14 @@ def quote(ctx: ToolContext, question: Annotated[str, Arg("The question, in words
     """Answer a question with quotes from the notes, without a model: the passages of the notes found for it that
     best answer it, verbatim, each with its note id and heading. not_found: no passage supports an answer; search
     and read_note can still find what a quote would miss."""
-    from retriever.answer.ask import context_notes  # the answer package only when this tool runs
     from retriever.answer.extract import ExtractAnswerer
+    from retriever.answer.prompt import context_notes  # the answer package only when this tool runs
 
     if not str(question).strip():
         raise ToolError("question is empty: ask something")
     retriever = ctx.retriever()
     retrieval = retriever.search(str(question), ctx.spec)
-    notes = context_notes(retrieval, retriever.graph.concepts)
+    notes = context_notes(retrieval)
     answer = ExtractAnswerer().answer(str(question), notes)
     quotes = [{"id": c.note_id, "title": c.title, "heading": c.heading or "", "quote": c.quote}
               for c in answer.citations]  # fmt: skip

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from vault2okf.errors import Vault2OkfError
+from vault2okf.protocol import BundleError
 
 
 def lock_path(bundle: Path | str) -> Path:
@@ -26,7 +26,7 @@ def lock_path(bundle: Path | str) -> Path:
 
 
 @contextmanager
-def bundle_lock(bundle: Path | str, doing: str, *, error: type[Exception] = Vault2OkfError) -> Iterator[None]:
+def bundle_lock(bundle: Path | str, doing: str, *, error: type[Exception] = BundleError) -> Iterator[None]:
     """Hold the bundle's lock while ``doing`` (``converting``, ``indexing``); ``error`` at once, naming the other
     run and its pid, when another run holds it."""
     path = lock_path(bundle)

@@ -1,0 +1,76 @@
+"""What the commands print, in one place: hits, answers with their sources, the context an answer was given,
+notices. Every command that shows a search or an answer (``search``, ``ask``, ``chat``) prints through these, so a
+command never imports another command."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Sequence
+
+import typer
+
+from retriever.answer.contract import Answer
+from retriever.retrieve import Hit, Retrieval
+
+
+def notes(lines: Iterable[str | None]) -> None:
+    """Each non-empty notice as one ``note:`` line on stderr."""
+    for line in lines:
+        if line:
+            typer.echo(f"note: {line}", err=True)
+
+
+def hit_lines(retrieval: Retrieval) -> list[str]:
+    """A header, then one line per hit: rank, via, its score in the column of its stage (a vector hit's cosine
+    and a hop hit's ranker score are different scales, so never one column), tokens, vault path (``search``
+    and chat's ``/search`` and ``/sources``)."""
+    lines = ["  #  via     vector     hop  tokens  note"]
+    for rank, hit in enumerate(retrieval.hits, start=1):
+        score = f"{hit.score:7.3f}"
+        vector, hop = (score, "") if hit.via == "vector" else ("", score)
+        lines.append(f"{rank:>3}. {hit.via:<6} {vector:>7} {hop:>7} {hit.tokens:>5} tok  {hit.vault_path}")
+    return lines
+
+
+def render_sources(answer: Answer) -> list[str]:
+    """What follows the streamed answer text: the "Sources" list, or why there is none."""
+    if answer.not_found:
+        return []
+    if not answer.citations:
+        return ["", "(unsupported: this answer cites no note of its context — do not rely on it)"]
+    lines = ["", f"(unsupported: {answer.flag} — do not rely on it)"] if answer.flag else []
+    lines += ["", "Sources:"]
+    for number, c in enumerate(answer.citations, start=1):
+        anchor = f"#{c.heading}" if c.heading else ""
+        quote = f': "{clip(c.quote)}"' if c.quote and c.quote not in answer.text else ""  # extract quoted it
+        lines.append(f"  [{number}] {c.label}{quote} — {c.path}{anchor}")
+    return lines
+
+
+def context_lines(answer: Answer | None, hits: Sequence[Hit]) -> list[str]:
+    """The notes the answer was given, each once, in context order: how it came (vector or hop) and, for a
+    cited note, the numbers of its citations in the Sources list (none before the answer: ``answer`` None)."""
+    cited: dict[str, list[str]] = {}
+    for number, c in enumerate(answer.citations if answer else (), start=1):
+        cited.setdefault(c.note_id, []).append(f"[{number}]")
+    seen: set[str] = set()
+    lines = [f"Context ({len({h.note_id for h in hits})} notes):"]
+    for hit in hits:
+        if hit.note_id in seen:
+            continue
+        seen.add(hit.note_id)
+        mark = f"cited {' '.join(cited[hit.note_id])}" if hit.note_id in cited else ""
+        lines.append(f"  {mark:<12} {hit.via:<6} {hit.title} ({hit.doc_path})")
+    return lines
+
+
+def clip(text: str, most: int = 200) -> str:
+    """A quote for one line: its first ``most`` characters, cut at a word, with "…"."""
+    text = " ".join(text.split())
+    return text if len(text) <= most else text[:most].rsplit(" ", 1)[0] + " …"
+
+
+def print_token(token: str) -> None:
+    """A piece of a streamed answer, shown at once."""
+    sys.stdout.write(token)
+    sys.stdout.flush()

@@ -1,0 +1,26 @@
+"""The bundle's on-disk protocol: what the producer (``vault2okf``) writes and every reader (``retriever``, ``eval``,
+the MCP and HTTP servers) relies on. The layout (the database and the state folder, by name), the schema version
+readers accept, the base error both sides raise, the bundle lock (``lock``), what ``index.json`` records
+(``index_info``) and the disk-full helpers both writers share (``disk``). It imports nothing of either side, and
+both import it (``tests/test_layers.py``: the ``protocol`` layer)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+DATABASE = "okf.duckdb"  # the bundle's database: concepts, links, mentions, analytics (docs/ARCHITECTURE.md)
+STATE_DIR = ".vault2okf"  # the bundle's state: caches, the index, the server's address; never part of the OKF
+SCHEMA_VERSION = 3  # the okf.duckdb schema the readers read (the producer's migrations end here: tests/test_layers)
+
+
+class BundleError(Exception):
+    """Base of the errors of both sides of the protocol (``Vault2OkfError``, ``RetrieverError``): a message that
+    says what went wrong, where, and how to fix it."""
+
+
+def database(bundle: Path | str) -> Path:
+    return Path(bundle) / DATABASE
+
+
+def state_dir(bundle: Path | str) -> Path:
+    return Path(bundle) / STATE_DIR

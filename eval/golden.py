@@ -25,6 +25,9 @@ class Tier(StrEnum):
 
 @dataclass(frozen=True)
 class Question:
+    """One golden question: its tier, the vault paths of its gold notes and, when answerable, its answer and
+    the entities an answer must name (golden/README.md describes the file)."""
+
     id: str
     tier: Tier
     question: str

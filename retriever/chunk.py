@@ -45,6 +45,10 @@ _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 
 @dataclass(frozen=True)
 class Chunk:
+    """One piece of a note's text that is embedded and retrieved: under its heading path, with its token count.
+
+    ``content_hash`` lets `index` skip re-embedding a chunk whose text did not change."""
+
     chunk_id: str
     note_id: str
     title: str

@@ -131,6 +131,8 @@ class Suggestion:
 
 @dataclass(frozen=True)
 class _Name:
+    """A name a link may have meant: a note's title or alias, as words and as one key."""
+
     path: str
     name: str
     alias: bool

@@ -62,16 +62,17 @@ def search_options(command: Callable[..., None]) -> Callable[..., None]:
             help="First offer the sessions of a retrieved session's series that share the question's rare terms.")),
         ("phrases", bool, typer.Option(
             D.phrases, "--phrases/--no-phrases", help="BM25 scores the question's adjacent words as phrases too.")),
-        ("types", list[str] | None, typer.Option(None, "--type", help="Only notes of this type (any case); "
-            "repeat for any of several. Filters combine: any value of one, all of them together.")),
-        ("tags", list[str] | None, typer.Option(None, "--tag",
+        ("types", list[str] | None, typer.Option(None, "--type", metavar="TYPE",
+            help="Only notes of this type (any case); repeat for any of several. Filters combine: any value of one, "
+            "all of them together.")),
+        ("tags", list[str] | None, typer.Option(None, "--tag", metavar="TAG",
             help="Only notes with this tag or one nested under it (#project: project/alpha too); repeatable.")),
-        ("folders", list[str] | None, typer.Option(None, "--folder",
+        ("folders", list[str] | None, typer.Option(None, "--folder", metavar="FOLDER",
             help="Only notes in this vault folder or below it (Sessions: Sessions/2024/x.md); repeatable.")),
-        ("since", datetime | None, typer.Option(None, "--since", formats=["%Y-%m-%d"],
+        ("since", datetime | None, typer.Option(None, "--since", formats=["%Y-%m-%d"], metavar="YYYY-MM-DD",
             help="Only notes dated on or after YYYY-MM-DD: the frontmatter date (date, created ...), else the "
             "session date, else the file's modified time; a note with none is left out.")),
-        ("until", datetime | None, typer.Option(None, "--until", formats=["%Y-%m-%d"],
+        ("until", datetime | None, typer.Option(None, "--until", formats=["%Y-%m-%d"], metavar="YYYY-MM-DD",
             help="Only notes dated on or before YYYY-MM-DD (the same date as --since).")),
     )  # fmt: skip
 

@@ -228,3 +228,25 @@ def test_an_oversized_cache_is_not_read(bundle: Path, monkeypatch: pytest.Monkey
     graph, notices = read_graph(bundle)
     assert _same(graph, _database_graph(bundle)) and len(notices) == 1 and "over the 16" in notices[0]
     assert cache.is_file()
+
+
+@pytest.mark.parametrize("kind", ["truncated", "a FIFO in its place", "a symlink to /dev/zero", "vouched-for rows"])
+def test_damaged_link_context_vectors_are_embedded_again(bundle: Path, kind: str, minilm) -> None:  # noqa: ANN001
+    """`contexts-*.npz` (the link sentences' vectors, read by the context rankers) proves its body too."""
+    from retriever.memory import ContextVectors
+
+    graph = load_graph(bundle)
+    folder = bundle / ".vault2okf"
+    first = ContextVectors.build(graph, minilm, folder)
+    (path,) = folder.glob("contexts-*.npz")
+    if kind == "vouched-for rows":  # the right sha256 over a body with one vector too few
+        import io
+
+        body = io.BytesIO()
+        np.savez(body, vectors=first.vectors[:-1])
+        _with_body(path, body.getvalue())
+    else:
+        GRAPH_DAMAGE[kind](path)
+    again = ContextVectors.build(graph, minilm, folder)
+    assert again.row == first.row and np.allclose(again.vectors, first.vectors, atol=1e-6)
+    assert path.is_file() and not path.is_symlink()

@@ -26,7 +26,7 @@ from retriever.embed import embedder_name as name_of_embedder
 from retriever.errors import RetrieverError
 from retriever.graph import load_graph
 from retriever.lock import bundle_lock, check_no_stranded_index, holder
-from retriever.memory import ChunkTable, Lexical
+from retriever.memory import ChunkTable, Lexical, older_npz
 from retriever.okf import concept_texts
 from retriever.store import ChunkStore, chroma_fingerprint, collection_name, default_chroma_path, open_client
 from vault2okf.errors import disk_full_message, free_space, is_disk_full
@@ -400,7 +400,7 @@ def open_table(
     if info.chunks and not store.count():
         raise RetrieverError(f"Collection {info.collection} is empty: run `vault2okf index {bundle_dir}` again.")
     table = ChunkTable.from_store(store)
-    if damaged:
+    if damaged or older_npz(table_path(bundle_dir, info.collection)):  # damaged, or of an older vault2okf
         resave_table(bundle_dir, info, store, table)
     return info, table, store
 

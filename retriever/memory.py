@@ -114,7 +114,7 @@ class ChunkTable:
         try:
             found = read_cache(path, TABLE_MAGIC, limit)
         except CacheDamaged:
-            if _older_npz(path):
+            if older_npz(path):
                 return None  # a table of the format before this one: `index` writes it again
             raise
         if found is None or found[0].get("format") != TABLE_FORMAT:
@@ -320,7 +320,7 @@ def read_lexical(path: Path) -> SavedLexical:
     try:
         return SavedLexical(read_cache(path, LEXICAL_MAGIC, size_limit(path.parent.parent)))
     except CacheDamaged as damage:
-        if _older_npz(path):
+        if older_npz(path):
             return SavedLexical()  # of the format before this one: built and saved again, silently
         notice = f"the saved BM25 indexes were damaged ({damage}): built from the chunk table and saved again"
         return SavedLexical(None, notice)
@@ -431,7 +431,7 @@ def _read_contexts(path: Path, rows: int, limit: int) -> np.ndarray | None:
     return vectors if vectors.ndim == 2 and len(vectors) == rows and np.isfinite(vectors).all() else None
 
 
-def _older_npz(path: Path) -> bool:
+def older_npz(path: Path) -> bool:
     """Whether ``path`` is a plain .npz (a zip) as the format before this one wrote it: not damage."""
     import os
     import stat

@@ -11,6 +11,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from retriever.cachefile import CacheDamaged, read_cache, size_limit, write_cache
 from retriever.okf import analytics_rows, graph_rows
 from vault2okf.protocol import state_dir
 
@@ -96,23 +97,39 @@ def load_analytics(bundle: Path) -> GraphAnalytics:
 
 
 GRAPH_CACHE = "graph-cache.json"
-GRAPH_CACHE_FORMAT = 2  # 2: concepts carry tags and date
+GRAPH_CACHE_FORMAT = 3  # 3: concepts carry tags and date; a magic line and a head with the body's length and sha256
+GRAPH_MAGIC = b"vault2okf graph cache 3\n"
 
 
 def load_graph(bundle: Path) -> NoteGraph:
-    """The bundle's note graph: from ``.vault2okf/graph-cache.json`` while it was written from this very
-    ``okf.duckdb`` (same size, modification time, inode and header; a convert swaps in a new file), else from
-    the database, and then cached (when the bundle is writable). JSON, not a pickle: a bundle may come from
-    someone else. A cold search on thellade spent ~0.2 s importing DuckDB and reading these rows; the cache
-    reads in ~0.02 s."""
+    """The bundle's note graph (``read_graph`` without its notices)."""
+    return read_graph(bundle)[0]
+
+
+def read_graph(bundle: Path) -> tuple[NoteGraph, tuple[str, ...]]:
+    """The bundle's note graph and what a search should say about its cache.
+
+    Read from ``.vault2okf/graph-cache.json`` while it was written from this very ``okf.duckdb`` (same size,
+    modification time, inode and header; a convert swaps in a new file), else from the database, and then cached
+    (when the bundle is writable). JSON, not a pickle: a bundle may come from someone else. The cache proves its
+    body (its sha256 is in its head) and every value's type is checked: a damaged one (edited, cut, nested too
+    deep, of the wrong shape, a pipe or a device in its place) is one notice, the database read and the cache
+    written again, never a crash, a hang or another graph. A cold search on thellade spent ~0.2 s importing
+    DuckDB and reading these rows; the cache reads in ~0.02 s."""
     key = _graph_key(bundle)
-    cached = _read_graph_cache(bundle, key) if key else None
-    if cached is not None:
-        return cached
+    notices: tuple[str, ...] = ()
+    if key:
+        try:
+            cached = _read_graph_cache(bundle, key)
+        except CacheDamaged as damage:
+            cached = None
+            notices = (f"the graph cache was damaged ({damage}): rebuilt from okf.duckdb and written again",)
+        if cached is not None:
+            return cached, ()
     graph = _graph(*graph_rows(bundle))
     if key:
         _write_graph_cache(bundle, key, graph)
-    return graph
+    return graph, notices
 
 
 def _graph_key(bundle: Path) -> list[int | str] | None:
@@ -132,17 +149,66 @@ def _graph_key(bundle: Path) -> list[int | str] | None:
 
 
 def _read_graph_cache(bundle: Path, key: list[int | str]) -> NoteGraph | None:
+    """The cached graph when the cache was written for ``key``; None when there is none or it is of another key
+    (or of the format before this one); ``CacheDamaged`` when it is not what this code wrote."""
     import json
 
+    path = state_dir(bundle) / GRAPH_CACHE
     try:
-        data = json.loads((state_dir(bundle) / GRAPH_CACHE).read_text(encoding="utf-8"))
-        if data.get("key") != key:
-            return None
-        concepts = {c[0]: _concept(c) for c in data["concepts"]}
-        neighbours = {a: {b: list(texts) for b, texts in nbrs.items()} for a, nbrs in data["neighbours"].items()}
-    except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError):
-        return None  # missing or damaged: read the database instead
-    return NoteGraph(concepts, neighbours)
+        found = read_cache(path, GRAPH_MAGIC, size_limit(bundle))
+    except CacheDamaged:
+        if _format_1(path):
+            return None  # written by the version before: replaced silently
+        raise
+    if found is None or found[0].get("key") != key:
+        return None
+    try:
+        data = json.loads(found[1].decode("utf-8"))
+        return NoteGraph(_checked_concepts(data["concepts"]), _checked_neighbours(data["neighbours"]))
+    except (ValueError, TypeError, KeyError, RecursionError) as error:  # a body of the wrong shape: damage
+        raise CacheDamaged(f"{GRAPH_CACHE}: {type(error).__name__}: {error}"[:300]) from None
+
+
+def _format_1(path: Path) -> bool:
+    """A cache of a format before the magic line (plain JSON): an older vault2okf's, not damage."""
+    try:
+        with open(path, "rb", opener=lambda p, flags: os.open(p, flags | os.O_NONBLOCK)) as fh:
+            return os.path.isfile(path) and fh.read(9) == b'{"key": ['
+    except OSError:
+        return False
+
+
+def _checked_concepts(rows: Any) -> dict[str, Concept]:
+    if not isinstance(rows, list):
+        raise TypeError("concepts is not a list")
+    concepts = {}
+    for row in rows:
+        if not (isinstance(row, list) and len(row) == 10 and all(isinstance(v, str) for v in row[:5])):
+            raise TypeError("a concept row is not five strings, aliases, a number, a date, tags and a date")
+        aliases, number, date, tags, dated = row[5], row[6], row[7], row[8], row[9]
+        for words, what in ((aliases, "aliases"), (tags, "tags")):
+            if not isinstance(words, list) or not all(isinstance(a, str) for a in words):
+                raise TypeError(f"the {what} of {row[0]!r} are not strings")
+        if not (dated is None or isinstance(dated, str)):
+            raise TypeError(f"the date of {row[0]!r} is not a string")
+        if not (number is None or (isinstance(number, int) and not isinstance(number, bool))):
+            raise TypeError(f"the session number of {row[0]!r} is not a whole number")
+        if not (date is None or isinstance(date, str)):
+            raise TypeError(f"the session date of {row[0]!r} is not a string")
+        concepts[row[0]] = _concept(row)
+    return concepts
+
+
+def _checked_neighbours(found: Any) -> dict[str, dict[str, list[str]]]:
+    if not isinstance(found, dict):
+        raise TypeError("neighbours is not an object")
+    for nbrs in found.values():
+        if not isinstance(nbrs, dict):
+            raise TypeError("a note's neighbours are not an object")
+        for texts in nbrs.values():
+            if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+                raise TypeError("a link's sentences are not strings")
+    return found
 
 
 def _write_graph_cache(bundle: Path, key: list[int | str], graph: NoteGraph) -> None:
@@ -153,14 +219,9 @@ def _write_graph_cache(bundle: Path, key: list[int | str], graph: NoteGraph) -> 
     if not folder.is_dir():
         return  # not indexed: nothing of ours to put it beside
     concepts = [astuple(c) for c in graph.concepts.values()]  # a row as `_concept` reads it
-    part = folder / f"{GRAPH_CACHE}.part-{os.getpid()}"
-    with contextlib.suppress(OSError):  # read-only or full: the next search reads the database again
-        try:
-            text = json.dumps({"key": key, "concepts": concepts, "neighbours": graph.neighbours}, ensure_ascii=False)
-            part.write_text(text, encoding="utf-8")
-            os.replace(part, folder / GRAPH_CACHE)
-        finally:
-            part.unlink(missing_ok=True)
+    body = json.dumps({"concepts": concepts, "neighbours": graph.neighbours}, ensure_ascii=False)
+    with contextlib.suppress(OSError, ValueError):  # read-only or full: the next search reads the database again
+        write_cache(folder / GRAPH_CACHE, GRAPH_MAGIC, {"key": key}, body.encode("utf-8"))
 
 
 def _concept(row: Sequence[Any]) -> Concept:

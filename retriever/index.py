@@ -20,12 +20,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from retriever.cachefile import CacheDamaged, size_limit
 from retriever.embed import DEFAULT_EMBEDDER, Embedder, check_embedder, get_embedder
 from retriever.embed import embedder_name as name_of_embedder
 from retriever.errors import RetrieverError
 from retriever.graph import load_graph
 from retriever.lock import bundle_lock, check_no_stranded_index, holder
-from retriever.memory import ChunkTable, Lexical
+from retriever.memory import ChunkTable, Lexical, older_npz
 from retriever.okf import concept_texts
 from retriever.store import ChunkStore, chroma_fingerprint, collection_name, default_chroma_path, open_client
 from vault2okf.protocol import index_info, state_dir
@@ -231,14 +232,20 @@ def _save_lexical(bundle_dir: Path | str, info: IndexInfo, table: ChunkTable) ->
     Lexical(table, graph).save(lexical_path(bundle_dir, info.collection))
 
 
-def _cached_table(bundle_dir: Path | str, info: IndexInfo) -> tuple[ChunkTable, dict[str, Any]] | None:
-    """The saved table of the recorded index while Chroma still holds exactly what it was copied from."""
+def _cached_table(
+    bundle_dir: Path | str, info: IndexInfo, notices: list[str] | None = None
+) -> tuple[ChunkTable, dict[str, Any]] | None:
+    """The saved table of the recorded index while Chroma still holds exactly what it was copied from. A damaged
+    one (edited, cut, a special file: `retriever.cachefile`) is a line in ``notices`` and read as missing."""
     if info.chroma_url:
         return None
     path = table_path(bundle_dir, info.collection)
-    if not path.is_file():
+    try:
+        loaded = ChunkTable.load(path, size_limit(Path(bundle_dir)))
+    except CacheDamaged as damage:
+        if notices is not None:
+            notices.append(f"the saved chunk table was damaged ({damage}): read from Chroma and saved again")
         return None
-    loaded = ChunkTable.load(path)
     if loaded is None:
         return None
     chroma_dir = _chroma_dir(bundle_dir, info.chroma_path)
@@ -338,13 +345,17 @@ def read_index_info(bundle_dir: Path | str) -> IndexInfo:
 
 
 def open_table(
-    bundle_dir: Path | str, *, chroma_url: str | None = None
+    bundle_dir: Path | str, *, chroma_url: str | None = None, notices: list[str] | None = None
 ) -> tuple[IndexInfo, ChunkTable, ChunkStore | None]:
     """The recorded index's chunk table: the saved copy while it matches Chroma (no store then, and chromadb is
-    never imported), else read from the Chroma collection (and that store)."""
+    never imported), else read from the Chroma collection (and that store). A damaged saved copy is a line in
+    ``notices``, and the table read from Chroma is saved again (`resave_table`)."""
     info = read_index_info(bundle_dir)
+    damaged: list[str] = []
     if not chroma_url or chroma_url == info.chroma_url:
-        cached = _cached_table(bundle_dir, info)
+        cached = _cached_table(bundle_dir, info, damaged)
+        if notices is not None:
+            notices.extend(damaged)
         if cached is not None:
             return info, cached[0], None
     try:
@@ -359,7 +370,26 @@ def open_table(
         ) from None
     if info.chunks and not store.count():
         raise RetrieverError(f"Collection {info.collection} is empty: run `vault2okf index {bundle_dir}` again.")
-    return info, ChunkTable.from_store(store), store
+    table = ChunkTable.from_store(store)
+    if damaged or older_npz(table_path(bundle_dir, info.collection)):  # damaged, or of an older vault2okf
+        resave_table(bundle_dir, info, store, table)
+    return info, table, store
+
+
+def resave_table(bundle_dir: Path | str, info: IndexInfo, store: ChunkStore, table: ChunkTable) -> None:
+    """Save again the table a damaged copy stood for, read from Chroma: stamped as `index` stamps it, with the
+    note hashes Chroma's chunks carry (what they were embedded from), while the collection holds exactly what
+    the last complete `index` recorded and no `index` runs. Nothing when the bundle cannot be written."""
+    running = holder(bundle_dir)
+    if len(table.ids) != info.chunks or (running and running[1] == "indexing"):
+        return
+    hashes = {meta.get("note_id"): meta.get("note_hash") for meta in store.stored_metadata().values()}
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in hashes.items()):
+        return
+    try:
+        _save_table(bundle_dir, info, store, hashes)  # type: ignore[arg-type]
+    except OSError:
+        return
 
 
 def index_notices(bundle_dir: Path | str, info: IndexInfo, table: ChunkTable, store: ChunkStore | None) -> list[str]:

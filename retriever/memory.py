@@ -10,8 +10,8 @@ so a new process opens it without chromadb. The BM25 indexes and the link-contex
 from __future__ import annotations
 
 import hashlib
+import io
 import json
-import os
 import re
 import zipfile
 from collections import defaultdict
@@ -22,12 +22,19 @@ from typing import Any
 
 import numpy as np
 
+from retriever.cachefile import MIN_LIMIT, CacheDamaged, read_cache, size_limit, write_cache
 from retriever.embed import Embedder
 from retriever.graph import NoteGraph
 from retriever.store import ChunkHit, ChunkStore
 
-TABLE_FORMAT = 1  # the layout of a saved table; another number is not read
-LEXICAL_FORMAT = 1  # the layout of a saved set of BM25 indexes (`Lexical.save`)
+# the layouts of a saved table and a saved set of BM25 indexes (`Lexical.save`); another number is not read.
+# 2: a magic line and a head with the body's length and sha256 before the .npz (`retriever.cachefile`)
+TABLE_FORMAT = 2
+LEXICAL_FORMAT = 2
+TABLE_MAGIC = b"vault2okf chunk table 2\n"
+LEXICAL_MAGIC = b"vault2okf bm25 indexes 2\n"
+CONTEXTS_MAGIC = b"vault2okf link-context vectors 2\n"
+_READ_ERRORS = (OSError, ValueError, KeyError, TypeError, EOFError, RecursionError, zipfile.BadZipFile)
 _KINDS = ("chunks", "notes", "chunk_pairs", "note_pairs")  # the indexes a saved file holds (its arrays' prefixes)
 
 _WORD = re.compile(r"\w\w+")
@@ -97,32 +104,35 @@ class ChunkTable:
         ]
 
     def save(self, path: Path, meta: dict[str, Any]) -> None:
-        """Write the table and ``meta`` (what it was made from) to one ``.npz``, atomically: a reader, or a run
-        killed here, sees the old file or the new one."""
-        arrays = {
-            "vectors": np.ascontiguousarray(self.vectors, dtype=np.float32),
-            "tokens": self.tokens,
-            "meta": _blob([json.dumps({**meta, "format": TABLE_FORMAT}, sort_keys=True)])[0],
-        }
+        """Write the table and ``meta`` (what it was made from) to one file, its head carrying the body's sha256,
+        atomically: a reader, or a run killed here, sees the old file or the new one."""
+        arrays = {"vectors": np.ascontiguousarray(self.vectors, dtype=np.float32), "tokens": self.tokens}
         for key, values in (("ids", self.ids), ("note_ids", self.note_ids), ("texts", self.texts)):
             arrays[key], arrays[f"{key}_ends"] = _blob(values)
-        save_npz(path, arrays)
+        save_npz(path, TABLE_MAGIC, {**meta, "format": TABLE_FORMAT}, arrays)
 
     @classmethod
-    def load(cls, path: Path) -> tuple[ChunkTable, dict[str, Any]] | None:
-        """A table saved by ``save`` and its meta; None when the file is missing, unreadable or of another format."""
+    def load(cls, path: Path, limit: int = MIN_LIMIT) -> tuple[ChunkTable, dict[str, Any]] | None:
+        """A table saved by ``save`` and its meta; None when the file is missing or of another format;
+        ``CacheDamaged`` when it is not what ``save`` wrote (edited, cut, a special file, over ``limit`` bytes)."""
         try:
-            with np.load(path, allow_pickle=False) as data:
-                meta = json.loads(bytes(data["meta"]).decode())
-                if meta.get("format") != TABLE_FORMAT:
-                    return None
+            found = read_cache(path, TABLE_MAGIC, limit)
+        except CacheDamaged:
+            if older_npz(path):
+                return None  # a table of the format before this one: `index` writes it again
+            raise
+        if found is None or found[0].get("format") != TABLE_FORMAT:
+            return None
+        meta, body = found
+        try:
+            with np.load(io.BytesIO(body), allow_pickle=False) as data:
                 ids, notes, texts = (_unblob(data[key], data[f"{key}_ends"]) for key in ("ids", "note_ids", "texts"))
                 vectors = np.ascontiguousarray(data["vectors"], dtype=np.float32)
                 tokens = np.asarray(data["tokens"], dtype=np.int64)
-        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):  # a damaged file is no table
-            return None
-        if not (len(ids) == len(notes) == len(texts) == len(tokens) == len(vectors)):
-            return None
+        except _READ_ERRORS as error:  # the bytes written, of the wrong shape
+            raise CacheDamaged(f"{path.name}: {type(error).__name__}") from None
+        if vectors.ndim != 2 or not (len(ids) == len(notes) == len(texts) == len(tokens) == len(vectors)):
+            raise CacheDamaged(f"{path.name}: its arrays do not fit together")
         rows_of: dict[str, list[int]] = defaultdict(list)
         for row, note in enumerate(notes):
             rows_of[note].append(row)
@@ -189,27 +199,35 @@ class Lexical:
     indexes gives the other two (and is ``stale``).
     """
 
-    def __init__(self, table: ChunkTable, graph: NoteGraph, saved: Path | None = None) -> None:
+    def __init__(
+        self, table: ChunkTable, graph: NoteGraph, saved: Path | None = None, read: SavedLexical | None = None
+    ) -> None:
         self.table = table
         self.graph = graph
         self.note_ids = sorted(table.rows_of)
         self.saved = saved
+        self.read = read  # ``saved`` as `read_lexical` found it (`Retriever.open` reads it first, for its notice)
+
+    @cached_property
+    def _file(self) -> SavedLexical:
+        if self.read is not None:
+            return self.read
+        return read_lexical(self.saved) if self.saved is not None and self.table.stamp is not None else SavedLexical()
 
     @cached_property
     def _from_file(self) -> dict[str, Bm25]:
         """The indexes in ``saved`` that still describe this table and these notes (none when it is stale)."""
-        if self.saved is None or self.table.stamp is None:
+        found = self._file.found
+        if self.saved is None or self.table.stamp is None or found is None:
             return {}
+        meta, body = found
+        if meta.get("format") != LEXICAL_FORMAT or meta.get("table") != self._table_key:
+            return {}
+        kinds = ["chunks", "chunk_pairs"] + (["notes", "note_pairs"] if meta.get("notes") == self._notes_key else [])
         try:
-            with np.load(self.saved, allow_pickle=False) as data:
-                meta = json.loads(bytes(data["meta"]).decode())
-                if meta.get("format") != LEXICAL_FORMAT or meta.get("table") != self._table_key:
-                    return {}
-                kinds = ["chunks", "chunk_pairs"] + (
-                    ["notes", "note_pairs"] if meta.get("notes") == self._notes_key else []
-                )
+            with np.load(io.BytesIO(body), allow_pickle=False) as data:
                 return {kind: Bm25.from_arrays(data, kind) for kind in kinds if f"{kind}_data" in data.files}
-        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):  # missing or damaged: build instead
+        except _READ_ERRORS:  # the bytes written, of the wrong shape: built instead
             return {}
 
     @property
@@ -285,10 +303,31 @@ class Lexical:
         if self.table.stamp is None:
             return
         meta = {"format": LEXICAL_FORMAT, "table": self._table_key, "notes": self._notes_key}
-        arrays = {"meta": _blob([json.dumps(meta, sort_keys=True)])[0]}
+        arrays: dict[str, np.ndarray] = {}
         for kind in _KINDS:
             arrays.update(getattr(self, kind).arrays(kind))
-        save_npz(path, arrays)
+        save_npz(path, LEXICAL_MAGIC, meta, arrays)
+
+
+@dataclass(frozen=True)
+class SavedLexical:
+    """A saved set of BM25 indexes as read: its head and body (None: no file, or a damaged one) and the notice a
+    damaged one makes."""
+
+    found: tuple[dict[str, Any], bytes] | None = None
+    notice: str | None = None
+
+
+def read_lexical(path: Path) -> SavedLexical:
+    """The BM25 indexes `index` saved at ``path`` (``BUNDLE/.vault2okf/lexical-COLLECTION.npz``), their body
+    proven by its sha256; a damaged file is a notice, and the indexes are built from the chunk table instead."""
+    try:
+        return SavedLexical(read_cache(path, LEXICAL_MAGIC, size_limit(path.parent.parent)))
+    except CacheDamaged as damage:
+        if older_npz(path):
+            return SavedLexical()  # of the format before this one: built and saved again, silently
+        notice = f"the saved BM25 indexes were damaged ({damage}): built from the chunk table and saved again"
+        return SavedLexical(None, notice)
 
 
 @dataclass(frozen=True)
@@ -361,18 +400,20 @@ class ContextVectors:
 
     @classmethod
     def build(cls, graph: NoteGraph, embedder: Embedder, cache_dir: Path) -> ContextVectors:
+        """The vectors of the graph's link sentences: from the cache file while it proves its body and holds one
+        vector per sentence, else embedded and written again."""
         texts = sorted({t for nbrs in graph.neighbours.values() for ts in nbrs.values() for t in ts})
         digest = hashlib.sha256("\n".join([embedder.name, *texts]).encode()).hexdigest()[:16]
-        path = cache_dir / f"contexts-{embedder.name}-{digest}.npy"
-        if path.is_file():
-            return cls(texts, np.load(path))
+        path = cache_dir / f"contexts-{embedder.name}-{digest}.npz"
+        cached = _read_contexts(path, len(texts), size_limit(cache_dir.parent))
+        if cached is not None:
+            return cls(texts, cached)
         vectors = embedder.embed_documents(texts) if texts else np.zeros((0, 1), dtype=np.float32)
         cache_dir.mkdir(parents=True, exist_ok=True)
-        for old in cache_dir.glob(f"contexts-{embedder.name}-*.npy"):
-            old.unlink()
-        tmp = path.with_suffix(".tmp.npy")
-        np.save(tmp, vectors)
-        tmp.replace(path)
+        for old in cache_dir.glob(f"contexts-{embedder.name}-*.np[yz]"):
+            if old != path:
+                old.unlink(missing_ok=True)
+        save_npz(path, CONTEXTS_MAGIC, {"rows": len(texts)}, {"vectors": np.asarray(vectors, dtype=np.float32)})
         return cls(texts, vectors)
 
     def similarity(self, texts: list[str], qvec: np.ndarray) -> float:
@@ -380,12 +421,39 @@ class ContextVectors:
         return float(np.max(self.vectors[rows] @ qvec)) if rows else 0.0
 
 
-def save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
-    """Write ``arrays`` to ``path`` atomically: a temp file beside it, renamed over it (a kill leaves the old)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    part = path.with_name(f"{path.name}.part-{os.getpid()}.npz")
+def _read_contexts(path: Path, rows: int, limit: int) -> np.ndarray | None:
+    """The saved link-context vectors when they prove their body and hold ``rows`` finite vectors; None (embed
+    them again) when missing or damaged."""
     try:
-        np.savez(part, **arrays)  # type: ignore[arg-type]
-        os.replace(part, path)
-    finally:
-        part.unlink(missing_ok=True)
+        found = read_cache(path, CONTEXTS_MAGIC, limit)
+        if found is None or found[0].get("rows") != rows:
+            return None
+        with np.load(io.BytesIO(found[1]), allow_pickle=False) as data:
+            vectors = np.asarray(data["vectors"], dtype=np.float32)
+    except (CacheDamaged, *_READ_ERRORS):
+        return None
+    return vectors if vectors.ndim == 2 and len(vectors) == rows and np.isfinite(vectors).all() else None
+
+
+def older_npz(path: Path) -> bool:
+    """Whether ``path`` is a plain .npz (a zip) as the format before this one wrote it: not damage."""
+    import os
+    import stat
+
+    try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            return False
+        with open(path, "rb") as fh:
+            return fh.read(4) == b"PK\x03\x04"
+    except OSError:
+        return False
+
+
+def save_npz(path: Path, magic: bytes, head: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+    """Write ``arrays`` as an .npz body after ``magic`` and ``head`` (`retriever.cachefile`), atomically: a temp
+    file beside it, renamed over it (a kill leaves the old)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)  # type: ignore[arg-type]
+    write_cache(path, magic, head, buffer.getvalue())

@@ -26,8 +26,8 @@ import numpy as np
 from retriever.embed import Embedder
 from retriever.errors import RetrieverError
 from retriever.filters import NoteFilter
-from retriever.graph import Concept, GraphAnalytics, NoteGraph, load_analytics, load_graph
-from retriever.memory import ChunkTable, ContextVectors, Lexical
+from retriever.graph import Concept, GraphAnalytics, NoteGraph, load_analytics, read_graph
+from retriever.memory import ChunkTable, ContextVectors, Lexical, SavedLexical, read_lexical
 from retriever.mentions import NameIndex, SessionMentions
 from retriever.rankers import RANKERS, HopInput, order, rrf
 from retriever.store import ChunkHit, ChunkStore
@@ -212,7 +212,9 @@ class Retriever:
         self.embedder = embedder
         self.graph = graph
         self.lexical_file = lexical_file  # the BM25 indexes `index` saved beside the table (`Lexical.save`)
-        self.notices: tuple[str, ...] = ()  # what a search should say: `index.index_notices`, the encoder's
+        self.notices: tuple[str, ...] = ()  # what a search should say: `index.index_notices`, the encoder's,
+        # a damaged cache's (`retriever.cachefile`)
+        self.saved_lexical: SavedLexical | None = None  # the BM25 indexes' file as `open` read it
         if table is None:
             if store is None:
                 raise RetrieverError("a Retriever needs a chunk table or a store to read one from")
@@ -238,20 +240,26 @@ class Retriever:
         # The ONNX question encoder loads in a thread while this one reads the graph and the chunk table:
         # onnxruntime builds its session without the GIL (0.15-0.2 s of a cold search on two cores). Its errors
         # wait for `result()`, after the bundle's and the index's own checks, so they come in the same order.
+        notices: list[str] = []
         with ThreadPoolExecutor(max_workers=1) as pool:
             pending = pool.submit(load_index_encoder, bundle) if device == "cpu" else None
-            graph = graph or load_graph(bundle)
-            info, table, store = open_table(bundle, chroma_url=chroma_url)
+            if graph is None:
+                graph, graph_notices = read_graph(bundle)
+                notices.extend(graph_notices)
+            info, table, store = open_table(bundle, chroma_url=chroma_url, notices=notices)
             read_info, loaded = pending.result() if pending is not None else (None, None)
         # the thread's encoder only for the index read here (an `index` may have finished in between)
         embedder, notice = question_embedder(bundle, info, device=device, loaded=loaded if read_info == info else None)
         opened = cls(bundle, store, embedder, graph, table, lexical_path(bundle, info.collection))
-        opened.notices = (*index_notices(bundle, info, table, store), *([notice] if notice else []))
+        if table.stamp is not None:  # the saved BM25 indexes: read now, so that damage is said with the rest
+            opened.saved_lexical = read_lexical(lexical_path(bundle, info.collection))
+            notices.extend(filter(None, [opened.saved_lexical.notice]))
+        opened.notices = (*index_notices(bundle, info, table, store), *notices, *([notice] if notice else []))
         return opened
 
     @cached_property
     def lexical(self) -> Lexical:
-        return Lexical(self.table, self.graph, self.lexical_file)
+        return Lexical(self.table, self.graph, self.lexical_file, self.saved_lexical)
 
     @cached_property
     def contexts(self) -> ContextVectors:

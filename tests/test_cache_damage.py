@@ -8,6 +8,7 @@ bundle (the Twin of test_incremental compares it with a full convert into a fres
 from __future__ import annotations
 
 import hashlib
+import json
 import marshal
 import os
 import shutil
@@ -131,3 +132,143 @@ def test_a_named_pipe_in_its_place_does_not_hang_the_convert(twin: Twin, tmp_pat
     notes = [line for line in done.stderr.splitlines() if line.startswith("note: ")]
     assert len(notes) == 1 and "not a regular file" in notes[0], done.stderr
     assert path.is_file() and twin.check().unchanged
+
+
+# --- issue 39: the search path's caches prove their bodies too ----------------------------------------------------
+# The note graph (graph-cache.json), the chunk table (table-*.npz) and the BM25 indexes (lexical-*.npz) of an
+# indexed bundle, each damaged in every way a probe found: one `note:` line, the same results as the undamaged
+# bundle, and the cache written again (the next open says nothing).
+
+SEARCH_NOTES = {
+    "People/Mira.md": "Mira keeps the ferry across the Greywater. She knows [[Tam]] and [[Old Bell]].",
+    "People/Tam.md": "Tam mends nets in the harbour and sings at the [[Old Bell]] each high tide.",
+    "Places/Old Bell.md": "The Old Bell hangs in the tower above the harbour; its rope is tarred hemp.",
+    "Places/Greywater.md": "Greywater is a cold river. The ferry crosses it twice a day.",
+    "Items/Lantern.md": "A brass lantern Mira carries on night crossings, gift of [[Tam]].",
+}
+QUESTIONS = ("Who keeps the ferry across the Greywater?", "What is the bell rope made of?", "lantern gift")
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from bundle_checks import indexed_bundle
+
+    return indexed_bundle(tmp_path_factory.mktemp("search-caches"), SEARCH_NOTES)
+
+
+def _results(bundle: Path) -> tuple[list[list[tuple[str, str, float]]], tuple[str, ...]]:
+    from retriever.retrieve import Retriever, SearchSpec
+
+    spec = SearchSpec("graph", seeds="hybrid", phrases=True)
+    retriever = Retriever.open(bundle)
+    notices = retriever.notices
+    retriever.prepare(spec)
+    found = [[(h.note_id, h.via, round(h.score, 5)) for h in retriever.search(q, spec).hits] for q in QUESTIONS]
+    return found, notices
+
+
+def _search_cache(bundle: Path, which: str) -> Path:
+    if which == "graph":
+        return bundle / ".vault2okf" / "graph-cache.json"
+    (path,) = (bundle / ".vault2okf").glob(f"{which}-*.npz")
+    return path
+
+
+def _same_length_swap(old: bytes, new: bytes) -> Callable[[Path], None]:
+    def damage(path: Path) -> None:
+        data = path.read_bytes()
+        assert old in data, (old, path.name)
+        path.write_bytes(data.replace(old, new))
+
+    return damage
+
+
+def _replace_with(kind: str) -> Callable[[Path], None]:
+    def damage(path: Path) -> None:
+        path.unlink()
+        if kind == "fifo":
+            os.mkfifo(path)
+        elif kind == "dev-zero":
+            path.symlink_to("/dev/zero")
+        elif kind == "folder":
+            path.mkdir()
+
+    return damage
+
+
+SEARCH_DAMAGE: dict[str, Callable[[Path], None]] = {
+    "two ids changed by one letter": _same_length_swap(b"People/Tam", b"People/Tum"),
+    "a word changed by one letter": _same_length_swap(b"harbour", b"harbovr"),
+    "truncated": lambda path: path.write_bytes(path.read_bytes()[: path.stat().st_size * 2 // 3]),
+    "a FIFO in its place": _replace_with("fifo"),
+    "a symlink to /dev/zero": _replace_with("dev-zero"),
+}
+CASES = [
+    (which, kind)
+    for which in ("graph", "table", "lexical")
+    for kind in SEARCH_DAMAGE
+    if not (which == "lexical" and kind == "two ids changed by one letter")  # BM25 holds words, not ids
+] + [("graph", "neighbours emptied"), ("graph", "nested too deep"), ("graph", "wrong value types")]
+NAMES = {"graph": "graph cache", "table": "chunk table", "lexical": "BM25 indexes"}
+
+
+def _graph_body_damage(kind: str) -> Callable[[Path], None]:
+    def damage(path: Path) -> None:
+        from test_graph_cache import _no_neighbours, _with_body
+
+        if kind == "neighbours emptied":
+            _no_neighbours(path)
+        elif kind == "nested too deep":
+            _with_body(path, b'{"concepts": ' + b"[" * 100_000 + b"]" * 100_000 + b', "neighbours": {}}')
+        else:
+            _with_body(path, b'{"concepts": {"People/Tam": 3}, "neighbours": [1]}')
+
+    return damage
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("which", "kind"), CASES)
+def test_a_damaged_search_cache_is_one_note_and_the_same_results(indexed: Path, which: str, kind: str) -> None:
+    baseline, quiet = _results(indexed)
+    assert quiet == ()  # the bundle as `index` left it has nothing to say
+    path = _search_cache(indexed, which)
+    intact = path.read_bytes()
+    damage = SEARCH_DAMAGE.get(kind) or _graph_body_damage(kind)
+    try:
+        damage(path)
+        found, notices = _results(indexed)
+        assert found == baseline
+        assert len(notices) == 1 and NAMES[which] in notices[0] and "damaged" in notices[0], notices
+        assert path.is_file() and not path.is_symlink()  # written again
+        again, notices = _results(indexed)
+        assert again == baseline and notices == ()
+    finally:
+        if path.is_dir() and not path.is_symlink():
+            path.rmdir()
+        path.unlink(missing_ok=True)
+        path.write_bytes(intact)
+
+
+@pytest.mark.slow
+def test_special_files_in_place_of_the_caches_do_not_hang_or_exhaust_search(indexed: Path, tmp_path: Path) -> None:
+    """Through the CLI: a FIFO as the graph cache (a read would wait forever) and /dev/zero as the BM25 indexes
+    (a read would never end): two `note:` lines, and the hits of the undamaged bundle."""
+    exe = [sys.executable, "-c", "from vault2okf.cli import app; app(prog_name='vault2okf')"]
+    args = [*exe, "search", str(indexed), QUESTIONS[0], "--json"]
+    before = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert before.returncode == 0, before.stderr
+    graph, lexical = _search_cache(indexed, "graph"), _search_cache(indexed, "lexical")
+    saved = {p: p.read_bytes() for p in (graph, lexical)}
+    try:
+        _replace_with("fifo")(graph)
+        _replace_with("dev-zero")(lexical)
+        done = subprocess.run(args, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        notes = [line for line in done.stderr.splitlines() if line.startswith("note: ")]
+        assert len(notes) == 2 and all("not a regular file" in n for n in notes), done.stderr
+        assert json.loads(done.stdout)["hits"] == json.loads(before.stdout)["hits"]
+        assert graph.is_file() and lexical.is_file() and not lexical.is_symlink()
+    finally:
+        for path, data in saved.items():
+            path.unlink(missing_ok=True)
+            path.write_bytes(data)

@@ -6,6 +6,7 @@ could silently stop working (a module imported again at start, a stale index loa
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -17,8 +18,9 @@ import numpy as np
 import pytest
 from bundle_checks import indexed_bundle
 
+from retriever.cachefile import read_cache
 from retriever.graph import Concept, NoteGraph
-from retriever.memory import Bm25, ChunkTable, Lexical, words
+from retriever.memory import LEXICAL_MAGIC, Bm25, ChunkTable, Lexical, save_npz, words
 
 CLI = [sys.executable, "-c", "from vault2okf.cli import app; app(prog_name='vault2okf')"]
 NOTES = {
@@ -133,8 +135,10 @@ def test_saved_indexes_load_and_score_the_same(tmp_path: Path) -> None:
 def test_a_saved_index_without_the_pair_indexes_gives_the_others_and_is_stale(tmp_path: Path) -> None:
     path = tmp_path / "lexical-c.npz"
     Lexical(_table(), _graph()).save(path)
-    with np.load(path) as data:  # a file written before the pair indexes
-        np.savez(path, **{k: data[k] for k in data.files if "_pairs_" not in k})
+    found = read_cache(path, LEXICAL_MAGIC, 1 << 30)
+    assert found is not None
+    with np.load(io.BytesIO(found[1])) as data:  # a file written before the pair indexes
+        save_npz(path, LEXICAL_MAGIC, found[0], {k: data[k] for k in data.files if "_pairs_" not in k})
     old = Lexical(_table(), _graph(), path)
     assert set(old._from_file) == {"chunks", "notes"} and old.stale
     assert old.note_scores("keeps the lighthouse", phrases=True) == Lexical(_table(), _graph()).note_scores(
@@ -185,7 +189,9 @@ def test_index_saves_the_bm25_indexes_of_its_table(bundle: Path) -> None:
     info, table, store = open_table(bundle)
     assert store is None and table.stamp  # the saved table, stamped with Chroma's fingerprint
     path = lexical_path(bundle, info.collection)
-    saved = json.loads(bytes(np.load(path)["meta"]).decode())
+    found = read_cache(path, LEXICAL_MAGIC, 1 << 30)
+    assert found is not None
+    saved = found[0]
     assert saved["table"] == [table.stamp, len(table.ids)] == [table.stamp, read_index_info(bundle).chunks]
 
 

@@ -54,7 +54,8 @@ class Passage:
 
     @property
     def citation(self) -> Citation:
-        return Citation(self.note.title, self.note.path, self.note.note_id, self.heading, quote=self.text)
+        title = "[title withheld: it poses as an answer]" if poses_as_answer(self.note.title) else self.note.title
+        return Citation(title, self.note.path, self.note.note_id, self.heading, quote=self.text)
 
 
 def terms(text: str) -> list[str]:

@@ -17,6 +17,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
+from retriever.answer import confusables
+from retriever.answer.confusables import question_and_answer_row
 from retriever.answer.records import Citation, ContextNote
 from retriever.answer.refusal import CITATION_LINK, NOT_FOUND
 from retriever.tokens import count_tokens, token_spans
@@ -174,7 +176,7 @@ def plain(text: str) -> str:
     characters (zero-width spaces and joiners, soft hyphens, bidirectional marks), which hide a label from a
     pattern but not from a model."""
     text = unicodedata.normalize("NFKC", text)
-    return "".join(c for c in text if unicodedata.category(c) != "Cf")
+    return confusables.fold("".join(c for c in text if unicodedata.category(c) != "Cf"))  # and look-alike letters
 
 
 # Words that make a note line present what follows as a reply: "the answer is", "respond with", "say that".
@@ -201,7 +203,7 @@ def posed_by(answer: str, notes: Sequence[ContextNote]) -> str | None:
             start = _span_start(_WORD.findall(seen.casefold()), want)
             if start is not None:
                 before = " ".join(_WORD.findall(seen)[:start]) or above
-                if _ANSWER_SLOT.search(seen) or _SHORT_LABEL.match(seen) or _CUE.search(before):
+                if poses_as_answer(seen) or _SHORT_LABEL.match(seen) or _CUE.search(before):
                     return note.note_id
             if seen.strip():
                 above = seen
@@ -224,7 +226,8 @@ def _span_start(words: list[str], want: list[str]) -> int | None:
 def poses_as_answer(line: str) -> bool:
     """A note line posing as the answer slot (`Final answer: ...`, a JSON object with an "answer" key), seen as
     the model sees it: the prompt withholds it, the extractive answerer never quotes it."""
-    return _ANSWER_SLOT.search(plain(line)) is not None
+    seen = plain(line)  # a table row's cells are lines too
+    return any(_ANSWER_SLOT.search(part) for part in (seen, *seen.split("|"))) or question_and_answer_row(seen)
 
 
 def _neutral_line(line: str) -> str:

@@ -23,6 +23,7 @@ class Limits:
     snippet_chars: int = 300  # of each search hit
     sql_rows: int = 50
     sql_seconds: float = 5.0
+    sql_memory_mb: int = 768  # a query's worker may grow by this much (`sqlworker`: RLIMIT_AS, DuckDB's own limit)
     cell_chars: int = 400  # of one SQL value
     query_chars: int = 10_000  # of one SQL statement
     context_chars: int = 300  # of one linking sentence

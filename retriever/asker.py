@@ -19,7 +19,7 @@ from retriever.agent.spec import AgentSpec
 from retriever.answer.backends import AnswerSpec
 from retriever.answer.contract import Answer, Answerer, ContextNote, Driver, OnToken
 from retriever.answer.prompt import context_notes
-from retriever.retrieve import Budget, Retrieval, Retriever, SearchSpec
+from retriever.retrieve import Retrieval, Retriever, SearchSpec
 
 if TYPE_CHECKING:  # the loop and its tools load only for an agent
     from retriever.agent.loop import AgentResult, Call
@@ -65,15 +65,6 @@ class AskResult:
         }  # fmt: skip
         tokens = {"tokens": {"prompt": a.prompt_tokens, "completion": a.completion_tokens}}
         return {**head, **retrieval, **model, **tokens, "timings_ms": self.timings}
-
-
-def left_out_notice(retrieval: Retrieval, budget: Budget) -> str | None:
-    """What to tell a person when the context budget left retrieved notes out (None when it left none)."""
-    if not retrieval.left_out:
-        return None
-    caps = ", ".join(f"--max-{what} {cap}" for what, cap in (("notes", budget.notes), ("tokens", budget.tokens)) if cap)
-    what = "no retrieved note fits" if not retrieval.hits else f"{retrieval.left_out} retrieved notes do not fit"
-    return f"{what} the context budget ({caps})"
 
 
 class Asker:

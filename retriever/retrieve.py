@@ -192,6 +192,15 @@ class Passing:
 PASSING_CACHED = 64  # filters whose notes a Retriever keeps (a server sees many; each costs a row array)
 
 
+def left_out_notice(retrieval: Retrieval, budget: Budget) -> str | None:
+    """What to tell a person when the context budget left retrieved notes out (None when it left none)."""
+    if not retrieval.left_out:
+        return None
+    caps = ", ".join(f"--max-{what} {cap}" for what, cap in (("notes", budget.notes), ("tokens", budget.tokens)) if cap)
+    what = "no retrieved note fits" if not retrieval.hits else f"{retrieval.left_out} retrieved notes do not fit"
+    return f"{what} the context budget ({caps})"
+
+
 class Retriever:
     """An opened bundle index: the in-memory chunk table (exact vector search, the hop's chunks) and the graph.
 

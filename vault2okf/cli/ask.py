@@ -12,7 +12,7 @@ import typer
 
 from retriever.agent.spec import AgentSpec
 from retriever.answer.backends import AnswerSpec
-from retriever.retrieve import Retrieval, SearchSpec
+from retriever.retrieve import Retrieval, SearchSpec, left_out_notice
 from vault2okf.cli.options import (
     BUNDLE,
     CHROMA_URL,
@@ -42,7 +42,7 @@ def ask_cmd(
 ) -> None:
     """Answer QUESTION from the notes, citing them; says 'not found in the vault' when they do not hold it."""
     from retriever.agent.loop import trace_lines, trace_lines_of
-    from retriever.asker import Asker, left_out_notice
+    from retriever.asker import Asker
 
     check_question(question)
     check_agent(agent, answer)

@@ -19,9 +19,9 @@ from typing import TextIO
 import typer
 
 from retriever.answer.backends import AnswerSpec
-from retriever.asker import Asker, AskResult, left_out_notice
+from retriever.asker import Asker, AskResult
 from retriever.errors import RetrieverError
-from retriever.retrieve import Retrieval, SearchSpec
+from retriever.retrieve import Retrieval, SearchSpec, left_out_notice
 from vault2okf.cli.options import BUNDLE, CHROMA_URL, answer_options, open_retriever, search_options
 from vault2okf.cli.render import context_lines, hit_lines, notes, render_sources
 

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import typer
 
-from retriever.answer.contract import Answer
-from retriever.retrieve import Hit, Retrieval
+if TYPE_CHECKING:  # a search prints through here too, and imports nothing of the answer stage
+    from retriever.answer.contract import Answer
+    from retriever.retrieve import Hit, Retrieval
 
 
 def notes(lines: Iterable[str | None]) -> None:

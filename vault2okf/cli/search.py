@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from retriever.retrieve import SearchSpec
+from retriever.retrieve import SearchSpec, left_out_notice
 from vault2okf.cli.options import BUNDLE, CHROMA_URL, QUESTION, check_question, open_retriever, search_options
 from vault2okf.cli.render import hit_lines, notes
 
@@ -22,8 +22,6 @@ def search_cmd(
     spec: SearchSpec,
 ) -> None:
     """Retrieve the notes for QUESTION: each with score, via (vector | hop) and tokens."""
-    from retriever.asker import left_out_notice
-
     check_question(question)
     retriever = open_retriever(bundle, chroma_url, spec)
     retrieval = retriever.search(question, spec)

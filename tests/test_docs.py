@@ -1,13 +1,24 @@
 """The documentation against the code: ``--help`` lists the everyday options first and the retrieval experiments
-apart."""
+apart; docs/cli.md is what ``scripts/cli_reference.py`` writes from the commands' ``--help`` now, and documents
+every command."""
 
 from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
 
 import pytest
 from typer.testing import CliRunner
 
-from vault2okf.cli import app
+from vault2okf.cli import COMMANDS, app
 from vault2okf.cli.options import EXPERIMENTS
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "scripts" / "cli_reference.py"
 
 EVERYDAY = ("--k", "--mode", "--max-notes", "--max-tokens", "--type", "--tag", "--folder", "--since", "--until")
 EXPERIMENTAL = (
@@ -17,7 +28,7 @@ ANSWER = ("--llm", "--model", "--answer-tokens")
 
 
 def help_text(*args: str) -> str:
-    result = CliRunner().invoke(app, [*args, "--help"], terminal_width=80)
+    result = CliRunner().invoke(app, [*args, "--help"], prog_name="vault2okf", terminal_width=80)
     assert result.exit_code == 0, result.output
     return result.stdout
 
@@ -60,3 +71,40 @@ def test_a_usage_error_is_still_plain_text() -> None:
     result = CliRunner().invoke(app, ["search", "b", "q", "--k", "many"], terminal_width=80)
     assert result.exit_code == 2
     assert "Error: Invalid value for '--k'" in result.output and "│" not in result.output and "╭" not in result.output
+
+
+def reference_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("cli_reference", SCRIPT)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_cli_reference_is_what_the_commands_help_says_now() -> None:
+    written = (ROOT / "docs" / "cli.md").read_text("utf-8")
+    assert written == reference_script().render(), "docs/cli.md is stale: run python scripts/cli_reference.py"
+
+
+def test_the_cli_reference_documents_every_command() -> None:
+    written = (ROOT / "docs" / "cli.md").read_text("utf-8")
+    for name in COMMANDS:
+        assert f"\n## vault2okf {name}\n" in written, name
+        assert f"Usage: vault2okf {name} [OPTIONS]" in written, name
+        assert help_text(name) in written, name  # the whole help, as the command prints it at 80 columns
+
+
+def test_check_mode_exits_1_when_the_reference_differs(tmp_path: Path) -> None:
+    out = tmp_path / "cli.md"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+
+    def script(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, str(SCRIPT), "--out", str(out), *args]
+        return subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path)
+
+    assert script().returncode == 0 and script("--check").returncode == 0
+    out.write_text(out.read_text("utf-8").replace("--max-notes", "--most-notes", 1), "utf-8")
+    stale = script("--check")
+    assert stale.returncode == 1 and "differs" in stale.stderr
+    out.unlink()
+    assert script("--check").returncode == 1  # no reference at all

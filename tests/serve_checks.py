@@ -90,8 +90,8 @@ def parse_events(text: str) -> list[tuple[str, Any]]:
 def serving(bundles: list[Path], *args: str, errlog: Path) -> Iterator[Server]:
     """`vault2okf serve BUNDLES --port 0 ARGS` until the block ends (then interrupted, and killed if it lingers)."""
     with errlog.open("w") as err:
-        process = subprocess.Popen([sys.executable, "-m", "vault2okf", "serve", *map(str, bundles), "--port", "0",
-                                    *args], stdout=subprocess.DEVNULL, stderr=err, env=ENV, cwd=ROOT, text=True)  # fmt: skip
+        command = [sys.executable, "-m", "vault2okf", "serve", *map(str, bundles), "--port", "0", *args]
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err, env=ENV, cwd=ROOT, text=True)
     try:
         url = None
         while url is None:

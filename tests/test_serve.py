@@ -54,7 +54,7 @@ def test_search_gives_the_in_process_hits_with_seeds_snippets_and_uris(server: S
     assert found["notes"] == len(found["hits"]) and found["tokens"] == sum(h["tokens"] for h in found["hits"])
     graph = Retriever.open(coa_bundle).graph
     for hit in found["hits"]:
-        assert HIT_FIELDS <= set(hit) and len(hit["snippet"]) <= 301
+        assert set(hit) >= HIT_FIELDS and len(hit["snippet"]) <= 301
         assert hit["obsidian_uri"] == "obsidian://open?vault=children-of-ash&file=" + quote(
             hit["vault_path"].removesuffix(".md"), safe=""
         )

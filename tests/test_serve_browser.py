@@ -20,6 +20,16 @@ from serve_checks import ROOT, serving
 pytestmark = pytest.mark.slow
 QUESTION = "What is the Virelian Civil War?"
 REPORTS = ROOT / "reports"
+LOADED = "document.readyState === 'complete' && document.getElementById('status').textContent.includes('38 notes')"
+WATCH_ORDER = """window.__order = []; new MutationObserver(() => {
+    const seen = window.__order;
+    if (document.querySelector('#sources li') && !seen.includes('sources')) seen.push('sources');
+    if (document.getElementById('answer').textContent && !seen.includes('answer')) seen.push('answer');
+}).observe(document.body, {subtree: true, childList: true, characterData: true}); true"""
+LANDED = """(() => { const t = document.querySelector('#note .target');
+    const box = document.getElementById('note').getBoundingClientRect(), r = t.getBoundingClientRect();
+    return {text: t.textContent, tag: t.tagName, focused: document.activeElement === t,
+            visible: r.top >= box.top - 1 && r.top < box.bottom}; })()"""
 
 
 class Page:
@@ -56,8 +66,9 @@ class Page:
 
     def key(self, key: str, code: str, keycode: int) -> None:
         for kind in ("keyDown", "keyUp"):
+            text = {"text": "\r"} if key == "Enter" and kind == "keyDown" else {}
             self.send("Input.dispatchKeyEvent", type=kind, key=key, code=code, windowsVirtualKeyCode=keycode,
-                      nativeVirtualKeyCode=keycode, **({"text": "\r"} if key == "Enter" and kind == "keyDown" else {}))  # fmt: skip
+                      nativeVirtualKeyCode=keycode, **text)  # fmt: skip
 
     def screenshot(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -98,14 +109,10 @@ def test_ask_in_the_page_then_open_a_citation_at_its_heading(coa_bundle: Path, t
         page = browser
         page.send("Page.enable")
         page.send("Page.navigate", url=server.url + "/")
-        page.wait("document.readyState === 'complete' && document.getElementById('status').textContent.includes('38 notes')",
-                  "the page to load /health")  # fmt: skip
+        page.wait(LOADED, "the page to load /health")
         assert page.js("document.activeElement.id") == "question"  # the question box has the focus
         page.send("Input.insertText", text=QUESTION)  # typed, as a keyboard does
-        page.js("""window.__order = []; new MutationObserver(() => {
-            if (document.querySelector('#sources li') && !window.__order.includes('sources')) window.__order.push('sources');
-            if (document.getElementById('answer').textContent && !window.__order.includes('answer')) window.__order.push('answer');
-        }).observe(document.body, {subtree: true, childList: true, characterData: true}); true""")  # fmt: skip
+        page.js(WATCH_ORDER)
         page.key("Enter", "Enter", 13)
         page.wait("document.querySelectorAll('#citations li').length > 0", "the citations")
         assert page.js("window.__order") == ["sources", "answer"]
@@ -120,10 +127,7 @@ def test_ask_in_the_page_then_open_a_citation_at_its_heading(coa_bundle: Path, t
         page.key("Enter", "Enter", 13)
         page.wait(f"document.body.dataset.openNote === {json.dumps(cited['note_id'])}", "the cited note to open")
         assert page.js("document.body.dataset.openHeading") == "Details"
-        landed = page.js("""(() => { const t = document.querySelector('#note .target');
-            const box = document.getElementById('note').getBoundingClientRect(), r = t.getBoundingClientRect();
-            return {text: t.textContent, tag: t.tagName, focused: document.activeElement === t,
-                    visible: r.top >= box.top - 1 && r.top < box.bottom, scrolled: document.getElementById('note').scrollTop}; })()""")  # fmt: skip
+        landed = page.js(LANDED)
         assert landed["text"] == "Details" and landed["tag"].startswith("H") and landed["focused"]
         assert landed["visible"]
         assert page.js("document.getElementById('note-title').textContent") == cited["title"]

@@ -67,15 +67,14 @@ def test_the_sdk_client_searches_fetches_and_reads_over_http(coa_bundle: Path, t
         session(server.url + "/mcp", body)
         # the search is the HTTP API's search: the same notes, in the same order, as /search with that k
         api = server.post("/search", {"question": "Who commands the Ashfall PMC?"})
-        assert [r["id"] for r in seen["found"]["results"]] == [h["note_id"] for h in api["hits"]][: len(
-            seen["found"]["results"])]
+        assert [r["id"] for r in seen["found"]["results"]] == [h["note_id"] for h in api["hits"]][
+            : len(seen["found"]["results"])
+        ]
         # the url opens the note in the web page
         assert seen["doc"]["url"].startswith(server.url + "/#bundle=children-of-ash&note=")
 
 
-def test_mcp_over_http_needs_the_token_and_two_bundles_name_their_ids(
-    coa_bundle: Path, tmp_path: Path
-) -> None:
+def test_mcp_over_http_needs_the_token_and_two_bundles_name_their_ids(coa_bundle: Path, tmp_path: Path) -> None:
     from vault2okf.convert import convert
 
     other = tmp_path / "again" / coa_bundle.name  # the same folder name: served as children-of-ash-2 (no index)

@@ -15,12 +15,13 @@ import contextlib
 import hmac
 import ipaddress
 import json
+import os
 import socket
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -98,7 +99,7 @@ class Service:
 
     def health(self) -> dict[str, Any]:
         bundles = [served.describe() for served in self.library.bundles.values()]
-        embedders = {served.embedder() for served in self.library.bundles.values()} - {None}
+        embedders = {e for served in self.library.bundles.values() if (e := served.embedder())}
         answerer = getattr(self.answerer, "model", None) or str(self.spec.answer.llm)
         return {"status": "ok", "version": VERSION, "bundles": bundles,
                 "models": {"embedder": ", ".join(sorted(embedders)) or None, "answerer": answerer}}  # fmt: skip
@@ -432,10 +433,10 @@ def serve(library: Library, spec: ServeSpec, *, on_ready: Callable[[str], None],
     app = build_app(service, base_url=base_url)
     config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=3)
     server = uvicorn.Server(config)
-    generations = {s.bundle: s.current().generation for s in library.bundles.values()}
-    address = Address(host=spec.host, port=port, pid=__import__("os").getpid(), answer=str(spec.answer.llm),
-                      model=spec.answer.model)  # fmt: skip
-    written = [b for b in generations if write_address(b, address, spec.token, generations[b])]
+    served = {s.bundle: s for s in library.bundles.values()}
+    answer = {k: (str(v) if k == "llm" else v) for k, v in asdict(spec.answer).items()}
+    address = Address(spec.host, port, os.getpid(), answer, getattr(service.answerer, "notice", None))
+    written = [b for b, s in served.items() if write_address(b, address, spec.token, s.current().generation, s.name)]
     on_ready(base_url)
     try:
         server.run(sockets=[sock])

@@ -11,6 +11,7 @@ import json
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 STATE = ".vault2okf"
 ADDRESS = "serve.json"
@@ -22,9 +23,10 @@ class Address:
     host: str
     port: int
     pid: int
-    answer: str  # the answerer's backend (`llama`, `extract`, `bedrock`)
-    model: str | None = None
+    answer: dict[str, Any]  # the answerer's spec (AnswerSpec's fields): a CLI asking otherwise runs in process
+    notice: str | None = None  # what the answerer says of itself (the tiny packaged model is in use)
     generation: str = ""
+    name: str = ""  # the bundle's name on this server (requests name it: the server may serve several)
     token: str | None = None  # read from serve-token, never written into serve.json
 
     @property
@@ -35,11 +37,12 @@ class Address:
         return f"http://{host}:{self.port}"
 
 
-def write_address(bundle: Path, address: Address, token: str | None, generation: str) -> bool:
+def write_address(bundle: Path, address: Address, token: str | None, generation: str, name: str) -> bool:
     """Leave ``address`` in ``bundle``'s state folder; False when it cannot be written (the CLI then runs in
     process: nothing else depends on it)."""
     state = Path(bundle) / STATE
-    record = {**asdict(address), "generation": generation, "token": None, "token_file": TOKEN if token else None}
+    record = {**asdict(address), "generation": generation, "name": name, "token": None,
+              "token_file": TOKEN if token else None}  # fmt: skip
     try:
         state.mkdir(exist_ok=True)
         if token:
@@ -63,8 +66,8 @@ def read_address(bundle: Path) -> Address | None:
     state = Path(bundle) / STATE
     try:
         record = json.loads((state / ADDRESS).read_text(encoding="utf-8"))
-        address = Address(str(record["host"]), int(record["port"]), int(record["pid"]), str(record["answer"]),
-                          record.get("model"), str(record.get("generation", "")))  # fmt: skip
+        fields = (record.get("notice"), str(record.get("generation", "")), str(record.get("name", "")))
+        address = Address(str(record["host"]), int(record["port"]), int(record["pid"]), dict(record["answer"]), *fields)
     except (OSError, ValueError, KeyError, TypeError):
         return None
     if not alive(address.pid):

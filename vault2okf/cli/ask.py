@@ -14,6 +14,7 @@ import typer
 from retriever.answer.base import Answer, AnswerSpec, Backend
 from retriever.retrieve import Hit, Retrieval, Retriever, SearchSpec
 from vault2okf.cli.options import BUNDLE, CHROMA_URL, NO_AGENT, QUESTION, answer_options, check_question, search_options
+from vault2okf.cli.through import NO_SERVER, ask_through_server
 
 
 @search_options
@@ -30,6 +31,7 @@ def ask_cmd(
     prefetch: bool = typer.Option(
         False, "--prefetch", help="With --agent: start from the search of the question, as if the model called it."
     ),
+    no_server: bool = NO_SERVER,
     *,
     spec: SearchSpec,
     answer: AnswerSpec,
@@ -45,6 +47,10 @@ def ask_cmd(
     if agent and answer.llm == Backend.EXTRACT:
         raise typer.BadParameter(NO_AGENT, param_hint="'--agent'")
     check_answerer(answer.llm, model=answer.model)  # a missing GGUF or model ID fails here, before any model loads
+    if ask_through_server(
+        bundle, question, spec, answer, as_json=as_json, chroma_url=chroma_url, no_server=no_server or agent
+    ):  # a `vault2okf serve` holds the bundle: through it
+        return
     retriever = open_retriever(bundle, chroma_url)
     retriever.prepare(spec)
     if agent:  # retriever/agent/loop.py: the model calls the tool layer, then answers from what it returned

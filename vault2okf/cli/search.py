@@ -9,6 +9,7 @@ import typer
 
 from retriever.retrieve import Retrieval, Retriever, SearchSpec
 from vault2okf.cli.options import BUNDLE, CHROMA_URL, QUESTION, check_question, search_options
+from vault2okf.cli.through import NO_SERVER, search_through_server
 
 
 @search_options
@@ -17,14 +18,17 @@ def search_cmd(
     question: str = QUESTION,
     chroma_url: str | None = CHROMA_URL,
     as_json: bool = typer.Option(False, "--json", help="Print hits as JSON."),
+    no_server: bool = NO_SERVER,
     *,
     spec: SearchSpec,
 ) -> None:
     """Retrieve the notes for QUESTION: each with score, via (vector | hop) and tokens."""
     check_question(question)
-    retriever = open_retriever(bundle, chroma_url)
-    retriever.prepare(spec)
-    retrieval = searched(retriever, question, spec)
+    retrieval = search_through_server(bundle, question, spec, chroma_url=chroma_url, no_server=no_server)
+    if retrieval is None:  # no `vault2okf serve` holds the bundle (or --no-server): in this process
+        retriever = open_retriever(bundle, chroma_url)
+        retriever.prepare(spec)
+        retrieval = searched(retriever, question, spec)
     if as_json:
         payload = {"question": question, "mode": retrieval.mode, "k": spec.k, "ranker": retrieval.ranker,
                    "notes": retrieval.notes, "tokens": retrieval.tokens, "left_out": retrieval.left_out,

@@ -212,15 +212,22 @@ def test_off_loopback_needs_a_token(coa_bundle: Path) -> None:
     done = cli("serve", str(coa_bundle), "--host", "0.0.0.0", "--port", "0", "--llm", "extract")
     assert done.returncode == 1 and done.stderr.startswith("Error: --host 0.0.0.0 is not a loopback address")
     assert len(done.stderr.strip().splitlines()) == 1
+    done = cli("serve", str(coa_bundle), "--allow-host", "vault.example.org", "--port", "0", "--llm", "extract")
+    assert done.returncode == 1 and done.stderr.startswith("Error: --allow-host vault.example.org lets requests")
 
 
 def test_a_token_is_required_of_every_request(coa_bundle: Path, tmp_path: Path) -> None:
-    with serving([coa_bundle], "--llm", "extract", "--token", "s3cret", errlog=tmp_path / "err.txt") as server:
+    options = ["--llm", "extract", "--token", "s3cret", "--allow-host", "vault.example.org"]
+    with serving([coa_bundle], *options, errlog=tmp_path / "err.txt") as server:
         for path in ("/health", "/links", "/mcp"):
             for auth in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "s3cret"}):
                 status, _, error = server.request(path, headers=auth)
                 assert status == 401 and error == {"error": "missing or wrong token"}, (path, auth)
         assert server.get("/health", headers={"Authorization": "Bearer s3cret"})["status"] == "ok"
+        for host in ("vault.example.org", "vault.example.org:443"):  # a tunnel's or proxy's name: any port
+            assert server.get("/health", headers={"Authorization": "Bearer s3cret", "Host": host})["status"] == "ok"
+        status, _, _ = server.request("/health", headers={"Authorization": "Bearer s3cret", "Host": "other.org"})
+        assert status == 403
         state = coa_bundle / ".vault2okf"
         assert "s3cret" not in (state / "serve.json").read_text()
         assert (state / "serve-token").read_text() == "s3cret"

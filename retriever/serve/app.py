@@ -49,6 +49,7 @@ class ServeSpec:
     answer: AnswerSpec = field(default_factory=lambda: AnswerSpec(llm=Backend.EXTRACT))
     time_limit: float = 120.0  # seconds, per request
     workers: int = 32
+    allow_hosts: tuple[str, ...] = ()  # more Host names this server answers to (behind a proxy or tunnel), any port
 
     def check(self) -> None:
         """ServeError for an address that is not loopback without a token (anyone on the network could ask)."""
@@ -56,6 +57,11 @@ class ServeSpec:
             raise ServeError(
                 f"--host {self.host} is not a loopback address: anyone who can reach it could read the vault; "
                 "add --token T (clients then send Authorization: Bearer T), or serve on 127.0.0.1"
+            )
+        if self.allow_hosts and not self.token:
+            raise ServeError(
+                f"--allow-host {self.allow_hosts[0]} lets requests through a tunnel or proxy reach the vault: "
+                "add --token T (clients then send Authorization: Bearer T)"
             )
 
 
@@ -300,6 +306,7 @@ class Guard:
         self.service = service
         self.token = service.spec.token
         self.names = {"127.0.0.1", "localhost", "[::1]", service.spec.host.lower()}
+        self.proxied = {h.lower() for h in service.spec.allow_hosts}
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -335,6 +342,8 @@ class Guard:
 
     def _host_ok(self, host: str, port: int) -> bool:
         name, _, given = host.lower().rpartition(":") if not host.endswith("]") else (host.lower(), "", "")
+        if host.lower() in self.proxied or name in self.proxied:
+            return True
         return name in self.names and given == str(port)
 
     def _origin_ok(self, origin: str, port: int) -> bool:

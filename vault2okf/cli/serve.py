@@ -23,6 +23,9 @@ def serve_cmd(
         envvar="VAULT2OKF_TOKEN",
         help="Require Authorization: Bearer TOKEN on every request (or VAULT2OKF_TOKEN).",
     ),
+    allow_host: list[str] = typer.Option(
+        [], "--allow-host", help="Another Host name to answer to (behind a tunnel or proxy); repeatable."
+    ),
     time_limit: float = typer.Option(120.0, "--time-limit", min=1.0, help="Seconds one request may take."),
     chroma_url: str | None = typer.Option(None, "--chroma-url", help="A Chroma server instead of each bundle's."),
     *,
@@ -33,7 +36,8 @@ def serve_cmd(
     from retriever.serve.app import ServeSpec, bind, serve
     from retriever.serve.library import Library
 
-    spec = ServeSpec(host=host, port=port, token=token or None, answer=answer, time_limit=time_limit)
+    spec = ServeSpec(host=host, port=port, token=token or None, answer=answer, time_limit=time_limit,
+                     allow_hosts=tuple(allow_host))  # fmt: skip
     spec.check()  # off loopback without a token: refused before anything loads
     check_answerer(answer.llm, model=answer.model)
     sock = bind(host, port)  # a taken port fails now, before the models load

@@ -23,7 +23,6 @@ from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 from retriever.answer.base import AnswerSpec, Backend
@@ -80,8 +79,9 @@ class Service:
     def __init__(self, library: Library, spec: ServeSpec) -> None:
         self.library = library
         self.spec = spec
-        self.answerer = spec.answer.answerer()
-        self.answer_lock = threading.Lock() if spec.answer.llm != Backend.EXTRACT else None  # one model, one call
+        answerer = spec.answer.answerer()
+        # one model answers one question at a time (llama.cpp's context is not shared); extract has no model
+        self.answerer = answerer if spec.answer.llm == Backend.EXTRACT else OneAtATime(answerer)
         self.pool = ThreadPoolExecutor(max_workers=spec.workers, thread_name_prefix="serve")
         self.port = spec.port
 
@@ -98,10 +98,8 @@ class Service:
         retriever = snapshot.retriever
         if retriever is None:
             raise Unavailable(f"{served.name} cannot be searched: {snapshot.error or 'it has no index'}")
-        lock = self.answer_lock or contextlib.nullcontext()
-        with lock:
-            return answer_question(question, lambda q: retriever.search(q, spec), self.answerer,
-                                   concepts=retriever.graph.concepts, **callbacks)  # fmt: skip
+        return answer_question(question, lambda q: retriever.search(q, spec), self.answerer,
+                               concepts=retriever.graph.concepts, **callbacks)  # fmt: skip
 
     def health(self) -> dict[str, Any]:
         bundles = [served.describe() for served in self.library.bundles.values()]
@@ -109,6 +107,21 @@ class Service:
         answerer = getattr(self.answerer, "model", None) or str(self.spec.answer.llm)
         return {"status": "ok", "version": VERSION, "bundles": bundles,
                 "models": {"embedder": ", ".join(sorted(embedders)) or None, "answerer": answerer}}  # fmt: skip
+
+
+class OneAtATime:
+    """An answerer whose ``answer`` runs one call at a time; retrieval (and the ``sources`` event) does not wait."""
+
+    def __init__(self, answerer: Any) -> None:
+        self._answerer = answerer
+        self._lock = threading.Lock()
+
+    def answer(self, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            return self._answerer.answer(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._answerer, name)
 
 
 class TimedOut(ServeError):
@@ -452,7 +465,3 @@ def serve(library: Library, spec: ServeSpec, *, on_ready: Callable[[str], None],
     finally:
         for bundle in written:
             remove_address(bundle, address.pid)
-
-
-def web_root() -> Path:
-    return Path(str(resources.files("retriever.serve").joinpath("web")))

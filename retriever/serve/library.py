@@ -14,7 +14,7 @@ import hashlib
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -40,6 +40,7 @@ class Snapshot:
     notes: int
     chunks: int
     notices: tuple[str, ...] = ()
+    vault: str | None = None  # the vault's name (meta), for obsidian:// URIs
     opened: float = field(default_factory=time.monotonic)
 
     @property
@@ -106,7 +107,7 @@ class Served:
             before = stamps_of(self.bundle)
             snapshot = self._open_at(before)
             if stamps_of(self.bundle) == before:
-                return snapshot
+                return replace(snapshot, vault=self._vault())
         raise ServeError(f"{self.bundle} kept changing while it was opened: try again when convert/index is done")
 
     def _open_at(self, stamps: Stamps) -> Snapshot:
@@ -123,16 +124,20 @@ class Served:
         chunks = len(retriever.table.ids)
         return Snapshot(generation_of(stamps), stamps, retriever, None, len(graph.concepts), chunks, retriever.notices)
 
+    def _vault(self) -> str | None:
+        self.tools.follow()  # the database as it is now
+        rows = self.tools.select("SELECT value FROM meta WHERE key = 'vault'")
+        return str(rows[0][0]) if rows else None
+
     def describe(self) -> dict[str, Any]:
         """The bundle as `/health` lists it."""
         snapshot = self.current()
-        vault = self.tools.select("SELECT value FROM meta WHERE key = 'vault'")
         st = stamp(self.bundle / "okf.duckdb")
         converted = datetime.fromtimestamp(st[1] / 1e9, UTC).isoformat(timespec="seconds") if st else None
         return {
             "name": self.name,
             "path": str(self.bundle),
-            "vault": vault[0][0] if vault else None,
+            "vault": snapshot.vault,
             "converted_at": converted,
             "notes": snapshot.notes,
             "chunks": snapshot.chunks,

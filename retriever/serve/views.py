@@ -145,8 +145,8 @@ def search_json(query: Query, name: str, retrieval: Retrieval, vault: str | None
 
 
 def vault_name(served: Served) -> str | None:
-    rows = served.tools.select("SELECT value FROM meta WHERE key = 'vault'")
-    return rows[0][0] if rows else None
+    """The name of the vault the served bundle was converted from (read once per generation)."""
+    return served.current().vault
 
 
 NOTE_FIELDS = "id, title, type, doc_path, vault_path, frontmatter"

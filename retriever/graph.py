@@ -24,6 +24,8 @@ class Concept:
     aliases: tuple[str, ...]
     session_number: int | None
     session_date: str | None
+    tags: tuple[str, ...] = ()
+    date: str | None = None  # YYYY-MM-DD: what `since`/`until` compare (`retriever.filters.note_date`)
 
     @property
     def session_key(self) -> tuple[str, int] | None:
@@ -93,7 +95,7 @@ def load_analytics(bundle: Path) -> GraphAnalytics:
 
 
 GRAPH_CACHE = "graph-cache.json"
-GRAPH_CACHE_FORMAT = 1
+GRAPH_CACHE_FORMAT = 2  # 2: concepts carry tags and date
 
 
 def load_graph(bundle: Path) -> NoteGraph:
@@ -162,7 +164,7 @@ def _write_graph_cache(bundle: Path, key: list[int | str], graph: NoteGraph) -> 
 
 def _concept(row: Sequence[Any]) -> Concept:
     """A concept from its row: ``graph_rows``' columns, or the same list in the cache."""
-    return Concept(row[0], row[1], row[2], row[3], row[4], tuple(row[5]), row[6], row[7])
+    return Concept(row[0], row[1], row[2], row[3], row[4], tuple(row[5]), row[6], row[7], tuple(row[8]), row[9])
 
 
 def _graph(rows: list[tuple[Any, ...]], edges: list[tuple[Any, ...]]) -> NoteGraph:

@@ -76,17 +76,21 @@ class ChunkTable:
             rows_of=dict(rows_of),
         )
 
-    def nearest(self, qvec: np.ndarray, k: int) -> list[ChunkHit]:
-        """The ``k`` chunks most similar to ``qvec`` (cosine: rows and question are unit vectors), best first.
+    def nearest(self, qvec: np.ndarray, k: int, among: np.ndarray | None = None) -> list[ChunkHit]:
+        """The ``k`` chunks most similar to ``qvec`` (cosine: rows and question are unit vectors), best first;
+        with ``among`` (row numbers), the ``k`` most similar of those rows (a search filter's chunks).
 
         Exact, over every chunk: what an approximate (HNSW) index returns when it finds the true neighbours.
         Equal similarities keep table order, so the result does not change from run to run.
         """
-        n = len(self.ids)
+        n = len(self.ids) if among is None else len(among)
         if k <= 0 or n == 0:
             return []
         sims = self.vectors @ np.asarray(qvec, dtype=np.float32)
-        top = np.argpartition(-sims, k - 1)[:k] if k < n else np.arange(n)
+        if among is None:
+            top = np.argpartition(-sims, k - 1)[:k] if k < n else np.arange(n)
+        else:
+            top = among[np.argpartition(-sims[among], k - 1)[:k]] if k < n else among
         rows = sorted(top.tolist(), key=lambda r: (-float(sims[r]), r))
         return [
             ChunkHit(self.ids[r], self.note_ids[r], float(sims[r]), self.texts[r], int(self.tokens[r])) for r in rows

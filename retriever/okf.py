@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from retriever.errors import RetrieverError
+from retriever.filters import note_date
 
 SCHEMA_VERSION = 3  # the okf.duckdb schema this retriever reads (docs/ARCHITECTURE.md)
 DATABASE = "okf.duckdb"
@@ -83,16 +84,19 @@ def concept_texts(bundle: Path) -> list[ConceptText]:
 
 
 def graph_rows(bundle: Path) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-    """Concept rows for the note graph, and every resolved link between two different notes with its sentence."""
+    """Concept rows for the note graph (``retriever.graph.Concept``'s fields: the last is the note's date, from
+    ``note_date``), and every resolved link between two different notes with its sentence."""
     with read_bundle(bundle) as con:
-        concepts = con.execute(
-            "SELECT id, title, vault_path, doc_path, type, aliases, session_number, session_date FROM concepts"
+        rows = con.execute(
+            "SELECT id, title, vault_path, doc_path, type, aliases, session_number, session_date, tags, timestamp, "
+            "frontmatter FROM concepts"
         ).fetchall()
         edges = con.execute(
             "SELECT l.source_id, l.target_id, l.context, s.title, t.title FROM links l "
             "JOIN concepts s ON s.id = l.source_id JOIN concepts t ON t.id = l.target_id "
             "WHERE l.target_id IS NOT NULL AND l.target_id <> l.source_id ORDER BY ALL"
         ).fetchall()
+    concepts = [(*row[:9], note_date(row[9], row[7], row[10])) for row in rows]
     return concepts, edges
 
 

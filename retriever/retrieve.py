@@ -11,6 +11,7 @@ session order, within the same budget.
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -24,6 +25,7 @@ import numpy as np
 
 from retriever.embed import Embedder
 from retriever.errors import RetrieverError
+from retriever.filters import NoteFilter
 from retriever.graph import Concept, GraphAnalytics, NoteGraph, load_analytics, load_graph
 from retriever.memory import ChunkTable, ContextVectors, Lexical
 from retriever.mentions import NameIndex, SessionMentions
@@ -92,8 +94,9 @@ class SearchSpec:
     named notes, ``retriever.threads``) and the ``budget`` that caps the hop. ``dedup`` makes the vector stage take
     the k best *notes* (each by its best chunk) instead of the k best chunks, so one long note cannot fill several
     of k's slots. ``phrases`` lets the question's adjacent word pairs score as phrases in every BM25 (hybrid seeds,
-    the lexical rankers). Strings are accepted for the enums; a value outside their sets, or an unknown ranker,
-    is a ``RetrieverError``.
+    the lexical rankers). ``filters`` (``retriever.filters``) limits every stage to the notes that pass: the vector
+    stage finds its k among them (dense and BM25 alike), the hop offers only them; the budget is the same. Strings
+    are accepted for the enums; a value outside their sets, or an unknown ranker, is a ``RetrieverError``.
     """
 
     mode: Mode = Mode.UNION
@@ -107,6 +110,7 @@ class SearchSpec:
     dedup: bool = False
     threads: bool = False
     phrases: bool = False
+    filters: NoteFilter = NoteFilter()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mode", _member(Mode, self.mode, "mode"))
@@ -116,6 +120,8 @@ class SearchSpec:
             raise RetrieverError(f"unknown ranker {self.ranker!r}; choose one of {', '.join(RANKERS)}")
         if self.k < 1:
             raise RetrieverError(f"k must be at least 1, not {self.k}")
+        if not isinstance(self.filters, NoteFilter):
+            raise RetrieverError(f"filters must be a NoteFilter (from_json reads a dict), not {self.filters!r}")
 
     @property
     def vector_k(self) -> int:
@@ -175,6 +181,17 @@ class Retrieval:
         return sum(h.tokens for h in self.hits)
 
 
+@dataclass(frozen=True)
+class Passing:
+    """The notes a non-empty filter lets through and their chunk rows, ascending (``Retriever.passing``)."""
+
+    notes: frozenset[str]
+    rows: np.ndarray  # int64
+
+
+PASSING_CACHED = 64  # filters whose notes a Retriever keeps (a server sees many; each costs a row array)
+
+
 class Retriever:
     """An opened bundle index: the in-memory chunk table (exact vector search, the hop's chunks) and the graph.
 
@@ -202,6 +219,8 @@ class Retriever:
             table = ChunkTable.from_store(store)
         self.table = table
         self.row_of = {cid: i for i, cid in enumerate(self.table.ids)}
+        self._passing: dict[NoteFilter, Passing] = {}
+        self._passing_lock = threading.Lock()
         if not self.table.ids:
             raise RetrieverError(f"the index of {bundle} is empty: run `vault2okf index {bundle}`")
 
@@ -254,12 +273,31 @@ class Retriever:
     def session_threads(self) -> SessionThreads:
         return SessionThreads.build(self.graph, self.session_mentions, self._note_texts())
 
+    def passing(self, filters: NoteFilter) -> Passing | None:
+        """The notes and chunk rows ``filters`` lets through, worked out once per filter; None for the empty
+        filter (every note: the search then runs exactly as it does without filters)."""
+        if filters.empty:
+            return None
+        with self._passing_lock:
+            found = self._passing.get(filters)
+        if found is not None:
+            return found
+        notes = frozenset(n for n, c in self.graph.concepts.items() if filters.allows(c))
+        rows = sorted(r for n in notes for r in self.table.rows_of.get(n, ()))
+        found = Passing(notes, np.array(rows, dtype=np.int64))
+        with self._passing_lock:
+            if len(self._passing) >= PASSING_CACHED:
+                del self._passing[next(iter(self._passing))]  # the oldest
+            self._passing[filters] = found
+        return found
+
     def _note_texts(self) -> dict[str, list[str]]:
         return {note: [self.table.texts[r] for r in rows] for note, rows in self.table.rows_of.items()}
 
     def prepare(self, spec: SearchSpec | None = None) -> None:
         """Build the in-memory indexes a search needs now, so query timings hold only the query."""
         spec = spec or SearchSpec()
+        self.passing(spec.filters)
         if spec.mode is not Mode.VECTOR and spec.ranker in _LEXICAL_RANKERS:
             _ = self.lexical.notes
             if spec.phrases:
@@ -297,25 +335,28 @@ class Retriever:
             timings["embed_ms"] = _ms(t)
         t = time.perf_counter()
         match = spec.budget.match if spec.mode is not Mode.VECTOR else None
-        dense = self.table.nearest(qvec, max(_dense_k(spec.vector_k, spec.seeds, spec.dedup), match or 0))
-        found = self._vector(question, dense, spec)
+        passing = self.passing(spec.filters)
+        rows = None if passing is None else passing.rows
+        dense = self.table.nearest(qvec, max(_dense_k(spec.vector_k, spec.seeds, spec.dedup), match or 0), rows)
+        found = self._vector(question, dense, spec, passing)
         first = _fit(found, spec.budget)
         timings["vector_ms"] = _ms(t)
         hits = first
         if spec.mode is not Mode.VECTOR:
             t = time.perf_counter()
-            hits = first + self._hop(question, qvec, first, spec, self._budget(dense, spec))
+            hits = first + self._hop(question, qvec, first, spec, self._budget(dense, spec), passing)
             timings["hop_ms"] = _ms(t)
         timings["retrieve_ms"] = round(sum(v for key, v in timings.items() if key != "embed_ms"), 3)
         ranker = None if spec.mode is Mode.VECTOR else spec.ranker
         return Retrieval(tuple(hits), spec.mode, spec.k, ranker, timings, left_out=len(found) - len(first))
 
-    def _vector(self, question: str, dense: list[ChunkHit], spec: SearchSpec) -> list[Hit]:
-        """The vector stage's notes, from ``dense``: the nearest chunks, at least ``_dense_k`` of them, best first."""
+    def _vector(self, question: str, dense: list[ChunkHit], spec: SearchSpec, passing: Passing | None) -> list[Hit]:
+        """The vector stage's notes, from ``dense``: the nearest chunks (of the notes ``passing``), at least
+        ``_dense_k`` of them, best first."""
         k = spec.vector_k
         wide = k * 3 if spec.dedup else k  # enough chunks to find k distinct notes
         hybrid = spec.seeds is Seeds.HYBRID
-        chunks = self._hybrid(question, dense[: k * 3], wide, spec.phrases) if hybrid else dense[:wide]
+        chunks = self._hybrid(question, dense[: k * 3], wide, spec.phrases, passing) if hybrid else dense[:wide]
         if spec.dedup:
             chunks = _best_per_note(chunks, k)
         by_note: dict[str, list[ChunkHit]] = {}
@@ -323,9 +364,16 @@ class Retriever:
             by_note.setdefault(chunk.note_id, []).append(chunk)
         return [self._hit(note, group) for note, group in by_note.items()]
 
-    def _hybrid(self, question: str, wide: list[ChunkHit], k: int, phrases: bool) -> list[ChunkHit]:
-        """The 3k nearest chunks and the 3k best BM25 chunks, fused by reciprocal rank; the top k."""
+    def _hybrid(
+        self, question: str, wide: list[ChunkHit], k: int, phrases: bool, passing: Passing | None
+    ) -> list[ChunkHit]:
+        """The 3k nearest chunks and the 3k best BM25 chunks (of the notes ``passing``), fused by reciprocal rank;
+        the top k."""
         lex = self.lexical.chunk_scores(question, phrases=phrases)
+        if passing is not None:  # a chunk of a note the filter stops scores nothing
+            kept = np.zeros_like(lex)
+            kept[passing.rows] = lex[passing.rows]
+            lex = kept
         top_lex = [int(i) for i in np.argsort(-lex, kind="stable")[: k * 3] if lex[i] > 0]
         fused = rrf([c.chunk_id for c in wide], [self.table.ids[row] for row in top_lex])
         known = {c.chunk_id: c for c in wide}
@@ -362,7 +410,16 @@ class Retriever:
             return spec.budget
         return spec.budget.capped(sum(c.tokens for c in dense[: spec.budget.match]))
 
-    def _hop(self, question: str, qvec: np.ndarray, first: list[Hit], spec: SearchSpec, budget: Budget) -> list[Hit]:
+    def _hop(
+        self,
+        question: str,
+        qvec: np.ndarray,
+        first: list[Hit],
+        spec: SearchSpec,
+        budget: Budget,
+        passing: Passing | None = None,
+    ) -> list[Hit]:
+        """The hop's notes: the seeds' neighbours (and sessions, named notes, thread), only those ``passing``."""
         seeds = {h.note_id: h.score for h in first}
         neighbours = {n for s in seeds for n in self.graph.neighbours.get(s, {})}
         sessions = {n for s in seeds for n in self.graph.adjacent_sessions(s)} if spec.sessions else set()
@@ -373,7 +430,11 @@ class Retriever:
         thread = self.session_threads.follow(Terms.of(question, named), seeds) if spec.threads else []
         if not spec.named:
             named = set()
-        candidates = sorted((neighbours | sessions | named | set(thread)) - set(seeds))
+        offered = neighbours | sessions | named | set(thread)
+        if passing is not None:
+            offered &= passing.notes
+            thread = [n for n in thread if n in passing.notes]
+        candidates = sorted(offered - set(seeds))
         if not candidates:
             return []
         inp = HopInput(

@@ -12,7 +12,7 @@ import pytest
 
 import retriever.graph as graph_module
 from retriever.errors import RetrieverError
-from retriever.graph import GRAPH_CACHE, NoteGraph, load_graph
+from retriever.graph import GRAPH_CACHE, GRAPH_CACHE_FORMAT, NoteGraph, load_graph
 from retriever.memory import _blob, _unblob
 from retriever.okf import graph_rows
 from vault2okf.convert import convert
@@ -84,7 +84,7 @@ def test_a_wrong_key_is_not_read(bundle: Path) -> None:
     load_graph(bundle)
     cache = bundle / ".vault2okf" / GRAPH_CACHE
     text = cache.read_text("utf-8").replace('"Tam runs', '"Someone else runs')
-    cache.write_text(text.replace('"key": [1,', '"key": [0,', 1), "utf-8")
+    cache.write_text(text.replace(f'"key": [{GRAPH_CACHE_FORMAT},', '"key": [0,', 1), "utf-8")
     assert _same(load_graph(bundle), _database_graph(bundle))
 
 

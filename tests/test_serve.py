@@ -72,6 +72,26 @@ def test_search_gives_the_in_process_hits_with_seeds_snippets_and_uris(server: S
     assert [h["via"] for h in vector_only["hits"]] == ["vector"] * len(vector_only["hits"]) and vector_only["k"] == 3
 
 
+def test_filters_limit_the_search_as_in_process(server: Server, coa_bundle: Path) -> None:
+    from dataclasses import replace
+
+    from retriever.filters import NoteFilter
+    from retriever.retrieve import DEFAULT_SPEC, Retriever
+
+    body = {"question": QUESTION, "filters": {"type": ["NPC"], "folder": ["NPCs"]}}
+    found = server.post("/search", body)
+    spec = replace(DEFAULT_SPEC, filters=NoteFilter.from_json(body["filters"]))
+    expected = Retriever.open(coa_bundle).search(QUESTION, spec)
+    assert [(h["note_id"], h["score"]) for h in found["hits"]] == [(h.note_id, h.score) for h in expected.hits]
+    assert found["hits"] and all(h["vault_path"].startswith("NPCs/") for h in found["hits"])
+    for hit in found["hits"][:3]:
+        assert server.get("/notes/" + quote(hit["note_id"]))["type"] == "NPC"
+    unfiltered = server.post("/search", {"question": QUESTION})
+    assert any(not h["vault_path"].startswith("NPCs/") for h in unfiltered["hits"])
+    asked = server.post("/ask", body)
+    assert all(h["vault_path"].startswith("NPCs/") for h in asked["retrieved"])
+
+
 def test_ask_json_is_the_ask_json_of_the_cli(server: Server, coa_bundle: Path) -> None:
     over_http = server.post("/ask", {"question": QUESTION})
     done = cli("ask", str(coa_bundle), QUESTION, "--llm", "extract", "--json")
@@ -172,7 +192,7 @@ def test_openapi_names_exactly_the_routes_served(server: Server) -> None:
         ({"question": "q", "bundle": "other"}, 404, "no bundle 'other'"),
         ({"question": "q", "filters": {"since": "yesterday"}}, 400, "YYYY-MM-DD"),
         ({"question": "q", "filters": {"flavour": ["x"]}}, 400, "unknown filter"),
-        ({"question": "q", "filters": {"tag": ["npc"]}}, 400, "filters are not supported yet"),
+        ({"question": "q", "filters": {"since": "2025-01-02", "until": "2024-01-01"}}, 400, "is after until"),
         ([1, 2], 400, "JSON object"),
     ],
 )

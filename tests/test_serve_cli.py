@@ -35,6 +35,8 @@ def server(coa_bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         ["search", "--json", "--max-notes", "3", "--ranker", "lexical", "--no-sessions"],
         ["search"],
         ["search", "--max-notes", "2"],
+        ["search", "--json", "--type", "NPC", "--folder", "NPCs"],
+        ["ask", "--llm", "extract", "--json", "--folder", "Sessions"],
         ["ask", "--llm", "extract", "--json"],
         ["ask", "--llm", "extract"],
         ["ask", "--llm", "extract", "--mode", "graph"],

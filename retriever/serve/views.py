@@ -13,6 +13,7 @@ from urllib.parse import quote
 from retriever.agent.tools.notes import SPACE
 from retriever.agent.tools.results import clip
 from retriever.chunk import BLOCK_ANCHOR, split_header
+from retriever.filters import NoteFilter
 from retriever.retrieve import DEFAULT_SPEC, Hit, Retrieval, SearchSpec
 from retriever.serve.library import BadRequest, NotFound, Served
 
@@ -22,7 +23,6 @@ SNIPPET_CHARS = 300
 SPEC_FIELDS = ("mode", "seeds", "ranker", "sessions", "mentions", "named", "dedup", "threads", "phrases")
 BUDGET_FIELDS = {"max_notes": "notes", "max_tokens": "tokens", "match_vector": "match"}
 FILTER_KEYS = {"type": list, "tag": list, "folder": list, "since": str, "until": str}
-DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class Query:
     question: str
     bundle: str | None
     spec: SearchSpec
-    filters: dict[str, Any]
+    filters: NoteFilter
 
 
 def read_query(body: Any) -> Query:
@@ -51,7 +51,8 @@ def read_query(body: Any) -> Query:
     unknown = sorted(set(body) - known)
     if unknown:
         raise BadRequest(f"unknown field {unknown[0]!r}: the fields are {', '.join(sorted(known))}")
-    return Query(question, bundle, read_spec(body), read_filters(body.get("filters")))
+    filters = read_filters(body.get("filters"))
+    return Query(question, bundle, replace(read_spec(body), filters=filters), filters)
 
 
 def read_spec(body: Mapping[str, Any]) -> SearchSpec:
@@ -84,22 +85,14 @@ def read_spec(body: Mapping[str, Any]) -> SearchSpec:
         raise BadRequest(str(e)) from None
 
 
-def read_filters(filters: Any) -> dict[str, Any]:
-    """The ``filters`` object, checked (type, tag, folder: lists of strings; since, until: YYYY-MM-DD)."""
-    if filters is None:
-        return {}
-    if not isinstance(filters, dict):
-        raise BadRequest('"filters" must be an object: {"type": [...], "tag": [...], "folder": [...], ...}')
-    for key, value in filters.items():
-        if key not in FILTER_KEYS:
-            raise BadRequest(f"unknown filter {key!r}: the filters are {', '.join(FILTER_KEYS)}")
-        if FILTER_KEYS[key] is list and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
-            raise BadRequest(f'filter "{key}" must be a list of strings')
-        if FILTER_KEYS[key] is str and not (isinstance(value, str) and DATE.fullmatch(value)):
-            raise BadRequest(f'filter "{key}" must be a date YYYY-MM-DD')
-    if any(filters.values()):
-        raise BadRequest("filters are not supported yet: this server searches the whole bundle")
-    return {}
+def read_filters(filters: Any) -> NoteFilter:
+    """The ``filters`` object (type, tag, folder: lists of strings; since, until: YYYY-MM-DD), as a NoteFilter."""
+    from retriever.errors import RetrieverError
+
+    try:
+        return NoteFilter.from_json(filters)
+    except RetrieverError as e:
+        raise BadRequest(str(e)) from None
 
 
 def obsidian_uri(vault: str | None, vault_path: str) -> str | None:

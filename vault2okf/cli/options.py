@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Any
 
 import typer
@@ -32,6 +33,8 @@ Option = tuple[str, Any, Any]  # parameter name, type, typer.Option
 
 def search_options(command: Callable[..., None]) -> Callable[..., None]:
     """Give ``command`` the search options; they reach it as one ``spec: SearchSpec`` keyword argument."""
+    from retriever.errors import RetrieverError
+    from retriever.filters import NoteFilter
     from retriever.rankers import RankerName
     from retriever.retrieve import DEFAULT_SPEC as D  # every default is the default search's
     from retriever.retrieve import Budget, Mode, SearchSpec, Seeds
@@ -57,11 +60,29 @@ def search_options(command: Callable[..., None]) -> Callable[..., None]:
             help="First offer the sessions of a retrieved session's series that share the question's rare terms.")),
         ("phrases", bool, typer.Option(
             D.phrases, "--phrases/--no-phrases", help="BM25 scores the question's adjacent words as phrases too.")),
+        ("types", list[str] | None, typer.Option(None, "--type", metavar="TYPE",
+            help="Only notes of this type (any case); repeat for any of several. Filters combine: any value of one, "
+            "all of them together.")),
+        ("tags", list[str] | None, typer.Option(None, "--tag", metavar="TAG",
+            help="Only notes with this tag or one nested under it (#project: project/alpha too); repeatable.")),
+        ("folders", list[str] | None, typer.Option(None, "--folder", metavar="FOLDER",
+            help="Only notes in this vault folder or below it (Sessions: Sessions/2024/x.md); repeatable.")),
+        ("since", datetime | None, typer.Option(None, "--since", formats=["%Y-%m-%d"], metavar="YYYY-MM-DD",
+            help="Only notes dated on or after YYYY-MM-DD: the frontmatter date (date, created ...), else the "
+            "session date, else the file's modified time; a note with none is left out.")),
+        ("until", datetime | None, typer.Option(None, "--until", formats=["%Y-%m-%d"], metavar="YYYY-MM-DD",
+            help="Only notes dated on or before YYYY-MM-DD (the same date as --since).")),
     )  # fmt: skip
 
     def spec(values: dict[str, Any]) -> SearchSpec:
         budget = Budget(values.pop("max_notes"), values.pop("max_tokens"), values.pop("match_vector") or None)
-        return SearchSpec(**values, budget=budget)
+        types, tags, folders = (tuple(values.pop(key) or ()) for key in ("types", "tags", "folders"))
+        since, until = (d.date() if d else None for d in (values.pop("since"), values.pop("until")))
+        try:
+            filters = NoteFilter(types, tags, folders, since, until)
+        except RetrieverError as e:
+            raise typer.BadParameter(str(e)) from None  # an empty value, --since after --until
+        return SearchSpec(**values, budget=budget, filters=filters)
 
     return with_options(command, "spec", options, spec)
 

@@ -139,6 +139,40 @@ def stream_times(url: str, question: str) -> tuple[float, float]:
     return sources, token or sources
 
 
+def soak(url: str, seconds: float) -> None:
+    """32 clients for ``seconds``, each asking its own question again and again: every answer must be the one
+    that question gets alone (hits and scores), and none may fail."""
+    alone = {q: [(h["note_id"], h["score"]) for h in request(url, "/search", {"question": q})["hits"]]
+             for q in QUESTIONS}  # fmt: skip
+    counts = {"requests": 0, "failed": 0, "other answer": 0}
+    lock = threading.Lock()
+    stop = time.monotonic() + seconds
+
+    def client(c: int) -> None:
+        q = QUESTIONS[c % len(QUESTIONS)]
+        while time.monotonic() < stop:
+            try:
+                got = [(h["note_id"], h["score"]) for h in request(url, "/search", {"question": q})["hits"]]
+                outcome = "requests" if got == alone[q] else "other answer"
+            except Exception:  # noqa: BLE001 - counted
+                outcome = "failed"
+            with lock:
+                counts["requests"] += 1
+                if outcome != "requests":
+                    counts[outcome] += 1
+
+    threads = [threading.Thread(target=client, args=(c,)) for c in range(32)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    say(f"## 32-client soak, {seconds:g} s of /search (each client its own question)")
+    say(f"  {counts['requests']} requests, {counts['failed']} failed, {counts['other answer']} got another answer "
+        f"than the question gets alone (target: 0 and 0)")  # fmt: skip
+    say(f"  ({load()})")
+    say("")
+
+
 def rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -152,6 +186,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--extra", type=Path, action="append", default=[], help="More bundles (memory with 3).")
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--requests", type=int, default=60)
+    parser.add_argument("--soak", type=float, default=60.0, help="Seconds of the 32-client soak (0: none).")
     parser.add_argument("--out", type=Path, default=ROOT / "reports" / "bench-serve.txt")
     args = parser.parse_args(argv)
     logs = Path(os.environ.get("TMPDIR", "/tmp"))
@@ -194,6 +229,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         say(f"  floor: /search p50 {p50:.1f} (the same retrieval, as JSON)")
         say(f"  ({load()})")
         say("")
+        if args.soak:
+            soak(url, args.soak)
         say("## resident memory of the server (VmRSS after a few requests)")
         rss1 = rss_mb(process.pid)
     imports = "import retriever.serve.app, onnxruntime, starlette, mcp; print(open('/proc/self/status').read())"

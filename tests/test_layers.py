@@ -21,12 +21,14 @@ LAYERS = {  # module prefix -> layer
     "eval": "eval",
     "retriever.agent": "agent",  # the agent loop, the tools, the MCP server
     "retriever.answer": "answer",  # answerers, prompt, answer schema; ask = retrieve, then answer
+    "retriever.serve": "serve",  # `vault2okf serve`: the HTTP API, MCP over HTTP, the web page, the CLI's client
     "retriever": "search",  # the search core: okf reader, chunks, embedder, store, index, retrieve, rankers
     "vault2okf": "convert",  # the converter: walk, parse, resolve, rewrite, bundle, report, watch
 }
 MAY_IMPORT = {  # layer -> the layers below it that it may import (each may import its own)
-    "cli": {"eval", "agent", "answer", "search", "convert"},
+    "cli": {"eval", "serve", "agent", "answer", "search", "convert"},
     "eval": {"agent", "answer", "search"},
+    "serve": {"agent", "answer", "search"},
     "agent": {"answer", "search"},
     "answer": {"search"},
     "search": set(),

@@ -48,7 +48,7 @@ export function linkItems(report: LinkReport, notePath?: string): LinkItem[] {
   for (const e of report.broken ?? []) {
     const choices = (e.suggestions ?? []).map((s) => ({ path: s.path, why: s.why, confident: s.confident }));
     add("broken", e.target, e.at, () => ({
-      headline: `[[${e.target}]] goes nowhere`,
+      headline: `“${e.target}” goes nowhere`,
       why: e.fix
         ? `did you mean ${stripMd(e.fix.path)}? ${e.fix.why}`
         : choices.length
@@ -61,7 +61,7 @@ export function linkItems(report: LinkReport, notePath?: string): LinkItem[] {
     const first = e.fix ? [{ path: e.fix.path, why: e.fix.why, confident: true }] : [];
     const rest = e.candidates.filter((c) => c !== e.fix?.path).map((c) => ({ path: c, why: "has this name too", confident: false }));
     add("ambiguous", e.target, e.at, () => ({
-      headline: `[[${e.target}]] could be ${e.candidates.length} notes`,
+      headline: `“${e.target}” could be ${e.candidates.length} notes`,
       why: `${e.candidates.map(stripMd).join(", ")} share the name; the bundle took ${e.chosen.map(stripMd).join(", ")}` +
         (e.fix ? `. Best: ${stripMd(e.fix.path)}, ${e.fix.why}` : ""),
       choices: [...first, ...rest],
@@ -70,14 +70,14 @@ export function linkItems(report: LinkReport, notePath?: string): LinkItem[] {
   for (const e of report.alias_only ?? []) {
     const note = e.note ?? "";
     add("alias", e.target, e.at, () => ({
-      headline: `[[${e.target}]] is an alias of ${stripMd(note)}`,
+      headline: `“${e.target}” is an alias of ${stripMd(note)}`,
       why: "Obsidian leaves a bare [[Alias]] unresolved: write [[Note|Alias]]",
       choices: note ? [{ path: note, why: "the note with this alias", confident: true }] : [],
     }));
   }
   for (const e of report.missing_blocks ?? []) {
     add("missing-block", e.target, e.at, () => ({
-      headline: `[[${e.target}]]: no such block`,
+      headline: `“${e.target}”: no such block`,
       why: e.why ?? "the note holds no block with this id",
       choices: [],
     }));

@@ -1,23 +1,18 @@
 /** The plugin: views, commands, settings and the status line, over `vault2okf serve` (src/client.ts). */
-import { debounce, MarkdownView, Plugin, requestUrl, TFile, type WorkspaceLeaf } from "obsidian";
+import { debounce, MarkdownView, Plugin, TFile, type WorkspaceLeaf } from "obsidian";
 import { type Fetch, type Http, Vault2OkfClient } from "./client";
 import { DEFAULT_SETTINGS, readSettings, type Settings, Vault2OkfSettingTab } from "./settings";
 import { newestChange, serverStatus, type Status } from "./status";
+import { obsidianHttp, windowFetch } from "./transport";
 import { ASK_VIEW, AskView, LINKS_VIEW, LinksView, RELATED_VIEW, RelatedView, type ViewHost } from "./views";
 import { vaultFolder } from "./workspace";
-
-/** Obsidian's `requestUrl` (no CORS, not the page's fetch), never throwing on an HTTP error status. */
-export const obsidianHttp: Http = async (req) => {
-  const r = await requestUrl({ url: req.url, method: req.method, headers: req.headers, body: req.body, throw: false });
-  return { status: r.status, text: r.text };
-};
 
 export default class Vault2OkfPlugin extends Plugin implements ViewHost {
   settings: Settings = { ...DEFAULT_SETTINGS };
   status: Status | null = null;
   private statusEl: HTMLElement | null = null;
   http: Http = obsidianHttp;
-  fetch: Fetch | undefined = typeof fetch === "function" ? (url, init) => fetch(url, init) : undefined;
+  fetch: Fetch | undefined = windowFetch;
 
   get relatedCount(): number {
     return this.settings.relatedCount;

@@ -91,7 +91,10 @@ export function shortTime(iso: string): string {
   return Number.isNaN(t) ? iso : new Date(t).toISOString().slice(0, 16).replace("T", " ") + " UTC";
 }
 
-function samePath(a: string, b: string): boolean {
+/** The bundle's vault (a folder, or only its name) is the folder `vaultPath`. */
+function samePath(bundleVault: string, vaultPath: string): boolean {
   const norm = (p: string) => p.replace(/\\/g, "/").replace(/\/+$/, "");
-  return norm(a) === norm(b);
+  const a = norm(bundleVault);
+  const b = norm(vaultPath);
+  return a.includes("/") ? a === b : a === b.slice(b.lastIndexOf("/") + 1);
 }

@@ -97,20 +97,6 @@ export class AskView extends Vault2OkfView {
     const s = this.controller.state;
     if (s.phase === "idle" && !s.question) return;
     if (s.phase === "searching") box.createDiv({ cls: "vault2okf-progress", text: "Searching the notes…" });
-    if (s.sources.length) {
-      box.createEl("h4", { text: `Sources (${s.sources.length})` });
-      const list = box.createEl("ol", { cls: "vault2okf-sources" });
-      for (const item of s.sources) {
-        const li = list.createEl("li", { cls: "vault2okf-source" });
-        const a = li.createEl("a", { text: item.label, cls: "internal-link", attr: { "data-href": item.linktext, href: item.linktext } });
-        a.onclick = (e) => {
-          e.preventDefault();
-          void this.controller.openSource(item, e.ctrlKey || e.metaKey);
-        };
-        li.createSpan({ cls: "vault2okf-why", text: ` ${item.why} · ${item.score.toFixed(2)}` });
-        if (item.snippet) li.createDiv({ cls: "vault2okf-snippet", text: item.snippet });
-      }
-    }
     if (s.phase === "answering" || s.answer) {
       box.createEl("h4", { text: "Answer" });
       const answer = box.createDiv({ cls: "vault2okf-answer", text: s.answer || "…" });
@@ -118,6 +104,22 @@ export class AskView extends Vault2OkfView {
     }
     if (s.phase === "done" && s.result) this.renderCitations(box);
     if (s.phase === "error") box.createDiv({ cls: "vault2okf-status is-error", text: s.error });
+    if (s.sources.length) this.renderSources(box);
+  }
+
+  private renderSources(box: HTMLElement): void {
+    const s = this.controller.state;
+    box.createEl("h4", { text: `Sources (${s.sources.length})` });
+    const list = box.createEl("ol", { cls: "vault2okf-sources" });
+    for (const item of s.sources) {
+      const li = list.createEl("li", { cls: "vault2okf-source", attr: { title: item.snippet } });
+      const a = li.createEl("a", { text: item.label, cls: "internal-link", attr: { "data-href": item.linktext, href: item.linktext } });
+      a.onclick = (e) => {
+        e.preventDefault();
+        void this.controller.openSource(item, e.ctrlKey || e.metaKey);
+      };
+      li.createSpan({ cls: "vault2okf-why", text: ` ${item.why} · ${item.score.toFixed(2)}` });
+    }
   }
 
   private renderCitations(box: HTMLElement): void {

@@ -74,7 +74,7 @@ export async function recordAndRender(client: Vault2OkfClient, t: TestContext): 
       const json = JSON.stringify(data).replace(/</g, "\\u003c");
       writeFileSync(page, `<!doctype html><meta charset="utf-8"><style>${css}</style><body><script>window.V2O=${json};</script><script>${script.replace(/<\/script/gi, "<\\/script")}</script></body>`);
       const flags = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--hide-scrollbars", "--disable-extensions",
-        "--disable-background-networking", `--user-data-dir=${join(work, "chrome")}`, "--virtual-time-budget=20000", "--window-size=1280,900"];
+        "--disable-background-networking", `--user-data-dir=${join(work, "chrome")}`, "--virtual-time-budget=20000", "--window-size=1280,1000"];
       const shot = join(shots, `obsidian-${view}.png`);
       // asynchronous: the event loop keeps running (a blocked one misses the server closing idle connections)
       await run(flags[0], [...flags.slice(1), `--screenshot=${shot}`, `file://${page}`]);

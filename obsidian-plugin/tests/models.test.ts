@@ -144,6 +144,10 @@ test("status: the bundle of this vault is picked; stale, index missing, no such 
   const ok = serverStatus({ health: HEALTH, wanted: "", vaultPath: "/vaults/coa/", newest });
   assert.equal(ok.level, "ok");
   assert.equal(ok.bundle?.name, "coa");
+  const named = { ...HEALTH, bundles: [{ ...HEALTH.bundles[0], vault: "coa" }, HEALTH.bundles[1]] };
+  assert.equal(serverStatus({ health: named, wanted: "", vaultPath: "/home/me/coa", newest }).bundle?.name, "coa", "a vault named by its folder's name");
+  const elsewhere = serverStatus({ health: named, wanted: "coa", vaultPath: "/home/me/other", newest });
+  assert.match(elsewhere.text, /converted from coa, not from this vault/);
   const later = { path: "New.md", mtime: Date.parse("2026-12-04T17:30:00Z") };
   const stale = serverStatus({ health: HEALTH, wanted: "", vaultPath: "/vaults/coa", newest: later });
   assert.equal(stale.level, "warn");

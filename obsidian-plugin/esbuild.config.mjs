@@ -1,19 +1,6 @@
-// The plugin's bundle: src/main.ts -> main.js (CommonJS, as Obsidian loads it), `obsidian` and the editor's
-// packages left to Obsidian. `node esbuild.config.mjs` builds once (minified); the tests build their own bundles
+// `node esbuild.config.mjs`: builds main.js once (esbuild.options.mjs). The tests build their own bundles
 // (scripts/test.mjs), with `obsidian` aliased to tests/obsidian-stub.ts.
 import { build } from "esbuild";
+import { OPTIONS } from "./esbuild.options.mjs";
 
-const EXTERNAL = ["obsidian", "electron", "@codemirror/*", "@lezer/*"];
-
-await build({
-  entryPoints: ["src/main.ts"],
-  bundle: true,
-  format: "cjs",
-  platform: "browser",
-  target: "es2021",
-  external: EXTERNAL,
-  outfile: "main.js",
-  minify: true,
-  sourcemap: false,
-  logLevel: "info",
-});
+await build({ ...OPTIONS, outfile: "main.js" });

@@ -436,7 +436,7 @@ export class PluginSettingTab {
     public app: App,
     public plugin: Plugin,
   ) {
-    this.containerEl = div("vertical-tab-content");
+    this.containerEl = typeof document === "undefined" ? ({} as HTMLElement) : div("vertical-tab-content");
   }
   display(): void {}
 }

@@ -1,6 +1,6 @@
 /** The Related view's behaviour, without its DOM: follows the active note (debounced), asks, opens. */
 import { type App, debounce } from "obsidian";
-import type { Vault2OkfClient } from "./client";
+import { ServerError, type Vault2OkfClient } from "./client";
 import { noteIdFor } from "./paths";
 import { type RelatedItem, relatedItems } from "./related-model";
 import { openLink } from "./workspace";
@@ -54,7 +54,7 @@ export class RelatedController {
       const related = await this.deps.client().related(noteIdFor(path), this.deps.k ?? 10);
       if (asked === this.asked) this.set({ phase: "done", items: relatedItems(related, path) });
     } catch (err) {
-      if (asked === this.asked) this.set({ phase: "error", items: [], error: err instanceof Error ? err.message : String(err) });
+      if (asked === this.asked) this.set({ phase: "error", items: [], error: failure(err, path) });
     }
   }
 
@@ -67,4 +67,11 @@ export class RelatedController {
     if (this.state.phase !== "loading") this.pending.splice(0).forEach((resolve) => resolve());
     this.deps.onChange();
   }
+}
+
+function failure(err: unknown, path: string): string {
+  if (err instanceof ServerError && err.failure === "not-found") {
+    return `${path} is not in the bundle (new or renamed since it was converted?): re-run \`vault2okf convert\` or keep \`vault2okf watch\` running`;
+  }
+  return err instanceof Error ? err.message : String(err);
 }

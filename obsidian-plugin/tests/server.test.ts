@@ -106,6 +106,14 @@ describe("against a real vault2okf serve", { skip: why ?? false }, () => {
     assert.equal(pieces, result.answer, "the pieces make the answer");
     assert.ok(sources.length >= 1 && result.citations.length >= 1, JSON.stringify(result).slice(0, 300));
     assert.ok(corsSeen.length > 0 && corsSeen.every((h) => h === "app://obsidian.md"), `CORS for Obsidian: ${corsSeen}`);
+    const preflight = await fetch(server.url + "/ask", {
+      method: "OPTIONS",
+      headers: { Origin: "app://obsidian.md", "Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "authorization,content-type,accept" },
+    });
+    assert.ok(preflight.ok, `preflight ${preflight.status}`);
+    assert.equal(preflight.headers.get("access-control-allow-origin"), "app://obsidian.md");
+    const allowed = (preflight.headers.get("access-control-allow-headers") ?? "").toLowerCase();
+    for (const h of ["authorization", "content-type", "accept"]) assert.ok(allowed.includes(h), `${h} allowed: ${allowed}`);
 
     // the Ask view's behaviour on the same question: each citation opens a file of the vault, at a heading it has
     const c = new AskController({ app: app as never, client: () => client(), onChange: () => {} });

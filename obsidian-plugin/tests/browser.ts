@@ -68,7 +68,7 @@ export async function recordAndRender(client: Vault2OkfClient, t: TestContext): 
     const css = readFileSync(join(PLUGIN, "styles.css"), "utf-8") + readFileSync(join(PLUGIN, "tests", "page", "theme.css"), "utf-8");
     const results: Record<string, any> = {};
     const recorded = await record(client, "ask");
-    for (const view of ["ask", "related", "links"] as const) {
+    for (const view of ["ask", "related", "links", "plugin"] as const) {
       const data = { ...recorded, view };
       const page = join(work, `${view}.html`);
       const json = JSON.stringify(data).replace(/</g, "\\u003c");
@@ -77,19 +77,21 @@ export async function recordAndRender(client: Vault2OkfClient, t: TestContext): 
         "--disable-background-networking", `--user-data-dir=${join(work, "chrome")}`, "--virtual-time-budget=20000", "--window-size=1280,1000"];
       const shot = join(shots, `obsidian-${view}.png`);
       // asynchronous: the event loop keeps running (a blocked one misses the server closing idle connections)
-      await run(flags[0], [...flags.slice(1), `--screenshot=${shot}`, `file://${page}`]);
+      if (view !== "plugin") await run(flags[0], [...flags.slice(1), `--screenshot=${shot}`, `file://${page}`]);
       const dom = (await run(flags[0], [...flags.slice(1), "--dump-dom", `file://${page}`], { maxBuffer: 64 << 20 })).stdout;
       const m = /<script type="application\/json" id="v2o-result">([\s\S]*?)<\/script>/.exec(dom);
       assert.ok(m, `${view}: the page wrote no result`);
       const out = JSON.parse(m[1]);
       assert.ok(out.ok, out.error);
-      assert.ok(statSync(shot).size > 10_000, `${shot} is a real picture`);
       results[view] = { data, ...out.result };
+      if (view === "plugin") continue;
+      assert.ok(statSync(shot).size > 10_000, `${shot} is a real picture`);
       t.diagnostic(`${view}: ${shot}`);
     }
     checkAsk(results.ask);
     checkRelated(results.related);
     checkLinks(results.links);
+    checkPlugin(results.plugin);
     return null;
   } finally {
     rmSync(work, { recursive: true, force: true });
@@ -128,4 +130,17 @@ function checkLinks(r: any): void {
   assert.notEqual(r.modal.new, r.modal.old);
   assert.equal(r.editorChanges, 0, "nothing is changed before Apply is pressed in the modal");
   assert.deepEqual(r.opened.at(-1), [stripMd(data.linksNote), first.line - 1], "the note opened at the item's line");
+}
+
+function checkPlugin(r: any): void {
+  const data: Recorded = r.data;
+  assert.equal(r.status.level, "ok", r.status.text);
+  assert.deepEqual(r.statusAtStart, ["/health"], "the plugin checks the server once loaded");
+  const bundle = data.health.bundles[0].name;
+  const asked = (note: string) => [`/links?bundle=${bundle}&note=${note}`, `/related/${stripMd(note)}?bundle=${bundle}&k=10`];
+  assert.deepEqual([...r.onOpen].sort(), asked(data.relatedNote).sort(), "the panes ask for the note open when they open");
+  assert.equal(r.active, data.linksNote);
+  assert.deepEqual([...r.afterSwitch].sort(), asked(data.linksNote).sort(), "three notes in quick succession: one request per pane, for the last");
+  assert.ok(r.headings.includes(`Related to ${stripMd(data.linksNote)}`), JSON.stringify(r.headings));
+  assert.ok(r.linkItems > 0);
 }

@@ -203,10 +203,21 @@ export class MarkdownView {
   }
 }
 
+/** The view factories plugins registered, by view type (Obsidian keeps them app-wide). */
+const VIEW_TYPES = new Map<string, (leaf: WorkspaceLeaf) => View>();
+
+/** Where a leaf's view is shown in a page: the element `.mod-right-split` when there is one. */
 export class WorkspaceLeaf {
   view: View | null = null;
   constructor(public app: App) {}
-  async setViewState(_state: { type: string; active?: boolean }): Promise<void> {}
+  async setViewState(state: { type: string; active?: boolean }): Promise<void> {
+    const factory = VIEW_TYPES.get(state.type);
+    if (!factory) throw new Error(`no view of type ${state.type} registered`);
+    this.view = factory(this);
+    const side = typeof document === "undefined" ? null : document.querySelector(".mod-right-split");
+    side?.appendChild(this.view.containerEl);
+    await this.view.onOpen();
+  }
 }
 
 export interface Opened {
@@ -226,7 +237,13 @@ export class Workspace {
   async openLinkText(linktext: string, sourcePath: string, newLeaf?: unknown, state?: Opened["state"]): Promise<void> {
     this.opened.push({ linktext, sourcePath, newLeaf, state });
     const file = this.app.metadataCache.getFirstLinkpathDest(linktext.split("#")[0], sourcePath);
-    if (file) this.active = this.viewOf(file);
+    if (!file) return;
+    const changed = this.active?.file !== file;
+    this.active = this.viewOf(file);
+    if (changed) {
+      this.trigger("file-open", file);
+      this.trigger("active-leaf-change");
+    }
   }
   viewOf(file: TFile): MarkdownView {
     let view = this.views.get(file.path);
@@ -239,15 +256,24 @@ export class Workspace {
   getActiveFile(): TFile | null {
     return this.active?.file ?? null;
   }
-  getLeavesOfType(_type: string): WorkspaceLeaf[] {
-    return [];
+  readonly leaves: WorkspaceLeaf[] = [];
+  private readonly handlers = new Map<string, ((...args: unknown[]) => unknown)[]>();
+  getLeavesOfType(type: string): WorkspaceLeaf[] {
+    return this.leaves.filter((l) => l.view?.getViewType() === type);
   }
   getRightLeaf(): WorkspaceLeaf {
-    return new WorkspaceLeaf(this.app);
+    const leaf = new WorkspaceLeaf(this.app);
+    this.leaves.push(leaf);
+    return leaf;
   }
   async revealLeaf(): Promise<void> {}
-  on(): unknown {
-    return {};
+  on(name: string, callback: (...args: unknown[]) => unknown): unknown {
+    this.handlers.set(name, [...(this.handlers.get(name) ?? []), callback]);
+    return { name, callback };
+  }
+  /** Calls the handlers of `name`, as Obsidian does on its events. */
+  trigger(name: string, ...args: unknown[]): void {
+    for (const callback of this.handlers.get(name) ?? []) callback(...args);
   }
   onLayoutReady(cb: () => void): void {
     cb();
@@ -421,6 +447,7 @@ export class Plugin extends Component {
   addSettingTab(_tab: unknown): void {}
   registerView(type: string, factory: (leaf: WorkspaceLeaf) => View): void {
     this.viewFactories.set(type, factory);
+    VIEW_TYPES.set(type, factory);
   }
   async loadData(): Promise<unknown> {
     return this.data;

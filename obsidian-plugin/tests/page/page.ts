@@ -6,12 +6,13 @@
 import type { AskResult, Health, Hit, LinkReport, Related } from "../../src/api";
 import { type Fetch, Vault2OkfClient } from "../../src/client";
 import { serverStatus } from "../../src/status";
+import Vault2OkfPlugin from "../../src/main";
 import { obsidianHttp } from "../../src/transport";
 import { AskView, LinksView, RelatedView, type ViewHost } from "../../src/views";
 import { App, Modal, setRequestUrl, WorkspaceLeaf } from "../obsidian-stub";
 
 export interface Recorded {
-  view: "ask" | "related" | "links";
+  view: "ask" | "related" | "links" | "plugin";
   vaultName: string;
   vaultPath: string;
   notes: { path: string; text: string; mtime: number }[]; // texts only for the notes the views open
@@ -48,7 +49,12 @@ function answer(url: string): unknown {
   throw new Error(`nothing recorded for ${u.pathname}`);
 }
 
-setRequestUrl(async (req) => ({ status: 200, text: JSON.stringify(answer(req.url)) }));
+const requests: string[] = []; // what the plugin asked, in order
+setRequestUrl(async (req) => {
+  const u = new URL(req.url);
+  requests.push(decodeURIComponent(u.pathname + u.search).replace(/\+/g, " "));
+  return { status: 200, text: JSON.stringify(answer(req.url)) };
+});
 
 const replay: Fetch = async () => {
   const enc = new TextEncoder();
@@ -79,6 +85,7 @@ async function main(): Promise<unknown> {
     activePath: () => app.workspace.getActiveFile()?.path ?? null,
   };
   layout(active, data.notes.find((n) => n.path === active)?.text ?? "");
+  if (data.view === "plugin") return pluginScenario(app, host);
   const leaf = new WorkspaceLeaf(app as never);
   const side = document.querySelector(".mod-right-split")!;
   if (data.view === "ask") {
@@ -146,6 +153,38 @@ async function main(): Promise<unknown> {
     },
     opened: app.workspace.opened.map((o) => [o.linktext, o.state?.eState?.line]),
     editorChanges: (app.workspace.active?.editor.changes ?? []).length,
+  };
+}
+
+/**
+ * The plugin itself (src/main.ts) over the stub: loaded, its commands open the Related and Link health panes,
+ * then the user goes through three notes quickly: the panes follow the last one, asking once each.
+ */
+async function pluginScenario(app: App, host: ViewHost): Promise<unknown> {
+  const plugin = new Vault2OkfPlugin(app as never, { id: "vault2okf" } as never);
+  plugin.fetch = replay;
+  await plugin.onload();
+  await sleep(50);
+  const opened = requests.length;
+  const commands = (plugin as unknown as { commands: { id: string; callback: () => void }[] }).commands;
+  for (const id of ["related", "link-health"]) commands.find((c) => c.id === id)!.callback();
+  await sleep(1000);
+  const first = requests.slice(opened);
+  const notes = ["NPCs/Tezha Olai", "Factions/The Union", data.linksNote.replace(/\.md$/, "")];
+  for (const note of notes) {
+    await app.workspace.openLinkText(note, "");
+    await sleep(40);
+  }
+  await sleep(1500);
+  const side = document.querySelector(".mod-right-split")!;
+  return {
+    status: plugin.status,
+    statusAtStart: requests.slice(0, opened),
+    onOpen: first,
+    afterSwitch: requests.slice(opened + first.length),
+    active: host.activePath(),
+    headings: [...side.querySelectorAll(".vault2okf-heading")].map((h) => h.textContent),
+    linkItems: side.querySelectorAll(".vault2okf-link-item").length,
   };
 }
 

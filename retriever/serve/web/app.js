@@ -143,7 +143,8 @@ async function openNote(noteId, heading) {
   if (target) {
     target.classList.add("target");
     target.setAttribute("tabindex", "-1");
-    target.scrollIntoView({ block: "start" });
+    const box = $("note");  // the note pane scrolls, not the page: the question and answer stay in view
+    box.scrollTop += target.getBoundingClientRect().top - box.getBoundingClientRect().top - 8;
     target.focus({ preventScroll: true });
   } else {
     $("note").scrollTop = 0;

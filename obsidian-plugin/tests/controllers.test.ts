@@ -187,3 +187,28 @@ test("links: a report line past the note's end is refused, not applied", async (
   const plan = await c.propose(c.state.items[0]);
   assert.ok(isRefusal(plan) && /no line 99/.test(plan.problem));
 });
+
+test("ask: Stop ends a streaming answer without an error, keeping what came", async () => {
+  let close!: () => void;
+  const hanging: Fetch = async (_url, init) => {
+    const enc = new TextEncoder();
+    const body = new ReadableStream<Uint8Array>({
+      start(c) {
+        c.enqueue(enc.encode(`event: sources\ndata: ${JSON.stringify({ hits: HITS })}\n\nevent: token\ndata: {"text": "Half"}\n\n`));
+        close = () => c.error(new DOMException("aborted", "AbortError"));
+        init.signal?.addEventListener("abort", () => close());
+      },
+    });
+    return { status: 200, body, text: async () => "" };
+  };
+  const c = new AskController({ app: app as never, client: () => new Vault2OkfClient({ url: "http://x", http: routes({}), fetch: hanging }), onChange: () => {} });
+  const asked = c.ask("q");
+  while (c.state.answer !== "Half") await new Promise((r) => setTimeout(r, 5));
+  assert.equal(c.state.phase, "answering");
+  c.stop();
+  await asked;
+  assert.equal(c.state.phase, "idle");
+  assert.equal(c.state.error, "");
+  assert.equal(c.state.answer, "Half");
+  assert.equal(c.state.sources.length, 2);
+});

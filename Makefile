@@ -8,7 +8,7 @@ QUESTION ?= Who attacked the convoy during the escort mission, and what were the
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test lint bench bench-llama bench-onnx reports lock
+.PHONY: install demo test test-plugin obsidian-plugin lint bench bench-llama bench-onnx reports lock
 
 # llama.cpp, built for this CPU but never with Intel AMX. Its AMX path segfaults on the first decode of Q4_K
 # weights (ggml-org/llama.cpp issue 20824, closed without a fix), so the compiler gets the AMX instruction sets
@@ -67,6 +67,21 @@ demo: install  ## convert a vault, index it, ask one question both ways (quotes,
 
 test: install
 	$(PY) -m pytest -q
+	$(MAKE) test-plugin
+
+# The Obsidian plugin (obsidian-plugin/, TypeScript): its node packages exactly as package-lock.json has them.
+NPM ?= npm
+PLUGIN := obsidian-plugin
+PLUGIN_CI := cd $(PLUGIN) && $(NPM) ci --no-audit --no-fund --loglevel=error
+
+obsidian-plugin:  ## build obsidian-plugin/main.js; copy it with manifest.json and styles.css into .obsidian/plugins/vault2okf/
+	$(PLUGIN_CI) && $(NPM) run build
+
+# Type checks, then node's test runner: the views' logic over a stub of `obsidian`, the client against a real
+# `vault2okf serve` (this venv's Python) on a shared vault, the views in chromium. Skipped, saying why, without npm.
+test-plugin: install
+	@if ! command -v $(NPM) >/dev/null 2>&1; then echo "test-plugin: skipped: npm not found (install Node.js 20 and npm)"; \
+	else $(PLUGIN_CI) && $(NPM) run typecheck && VAULT2OKF_PYTHON=$(abspath $(PY)) $(NPM) test; fi
 
 lint: install
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/mypy vault2okf retriever eval --ignore-missing-imports

@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 from functools import cached_property
 from pathlib import Path
@@ -157,10 +157,11 @@ class Hit:
     tokens: int
     session_label: str | None = None
     concept: Concept | None = field(default=None, repr=False, compare=False)  # the graph's, that the hit was made from
+    seed: str | None = field(default=None, compare=False)  # a hop hit: the seed note whose link or session reached it
 
     def to_json(self) -> dict[str, Any]:
-        """The hit without its text (`search --json`, `ask --json`'s `retrieved`)."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("text", "concept")}
+        """The hit without its text (`search --json`, `ask --json`'s `retrieved`; `seed` is the server's)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("text", "concept", "seed")}
 
 
 @dataclass(frozen=True)
@@ -462,7 +463,18 @@ class Retriever:
         )  # fmt: skip
         scores = RANKERS[spec.ranker](inp, candidates)
         ranked = [*thread, *(n for n in order(scores) if n not in thread)]  # the thread first, in session order
-        return self._fill(qvec, ranked, scores, budget, len(first), sum(h.tokens for h in first))
+        added = self._fill(qvec, ranked, scores, budget, len(first), sum(h.tokens for h in first))
+        return [replace(h, seed=self._reached_from(h.note_id, first, spec.sessions)) for h in added]
+
+    def _reached_from(self, note: str, first: list[Hit], sessions: bool) -> str | None:
+        """The best-ranked seed that links ``note`` (either way) or is its adjacent session; None for a note the
+        hop offered for another reason (the question names it, a session that mentions a seed)."""
+        for seed in first:
+            if note in self.graph.neighbours.get(seed.note_id, {}):
+                return seed.note_id
+            if sessions and note in self.graph.adjacent_sessions(seed.note_id):
+                return seed.note_id
+        return None
 
     def _fill(
         self, qvec: np.ndarray, ranked: list[str], scores: dict[str, float], budget: Budget, notes: int, tokens: int

@@ -25,3 +25,12 @@ def minilm():
     from retriever.embed import get_embedder
 
     return get_embedder("minilm")
+
+
+@pytest.fixture(scope="session")
+def coa_bundle(tmp_path_factory):
+    """The shared children-of-ash vault converted and indexed with MiniLM, once per session (the serve tests).
+    Tests read it only; a test that swaps a bundle makes its own."""
+    from serve_checks import make_bundle
+
+    return make_bundle(tmp_path_factory.mktemp("serve") / "children-of-ash")

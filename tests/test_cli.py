@@ -109,7 +109,8 @@ def test_index_search_ask_eval(bundle: Path, tmp_path: Path) -> None:
 def test_every_command_is_documented_in_the_readme() -> None:
     readme = (ROOT / "README.md").read_text("utf-8")
     commands = list(COMMANDS)  # mounted lazily: the names, each command's module imported when it runs
-    assert set(commands) == {"convert", "links", "index", "search", "ask", "chat", "eval", "mcp", "watch", "doctor"}
+    assert set(commands) == {"convert", "links", "index", "search", "ask", "chat", "eval", "mcp", "serve", "watch",
+                             "doctor"}  # fmt: skip
     assert [c for c in commands if f"vault2okf {c} " not in readme] == []
 
 

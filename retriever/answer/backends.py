@@ -75,6 +75,10 @@ class AnswerSpec:
         self.options.check()
         return self
 
+    def to_json(self) -> dict[str, Any]:
+        """The backend and its options, as JSON: what a server records so a client can tell it answers the same."""
+        return {"llm": str(self.llm), **{f.name: getattr(self.options, f.name) for f in fields(self.options)}}  # type: ignore[arg-type]
+
     @property
     def model(self) -> str | None:
         return self.options.model

@@ -30,7 +30,7 @@ VERBOSE_ENV = "VAULT2OKF_VERBOSE"  # the same switches as retriever.embed's (thi
 DOWNLOAD_ENV = "VAULT2OKF_DOWNLOAD"
 COMMANDS = {  # name: "module:function", each module in this package holding one command
     name: f"vault2okf.cli.{name}:{name}_cmd"
-    for name in ("convert", "links", "index", "search", "ask", "chat", "eval", "mcp", "watch", "doctor")
+    for name in ("convert", "links", "index", "search", "ask", "chat", "eval", "mcp", "serve", "watch", "doctor")
 }
 SETTINGS: dict[str, Any] = {
     "add_completion": False,

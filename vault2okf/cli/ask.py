@@ -25,6 +25,7 @@ from vault2okf.cli.options import (
     search_options,
 )  # fmt: skip
 from vault2okf.cli.render import context_lines, notes, print_token, render_sources
+from vault2okf.cli.through import NO_SERVER, ask_through_server
 
 
 @search_options
@@ -35,6 +36,7 @@ def ask_cmd(
     question: str = QUESTION,
     chroma_url: str | None = CHROMA_URL,
     as_json: bool = typer.Option(False, "--json", help="Answer, citations, retrieved notes, timings as JSON."),
+    no_server: bool = NO_SERVER,
     *,
     spec: SearchSpec,
     answer: AnswerSpec,
@@ -47,6 +49,9 @@ def ask_cmd(
     check_question(question)
     check_agent(agent, answer)
     answer.check()  # a missing GGUF or model ID fails here, before any model loads
+    if ask_through_server(bundle, question, spec, answer, as_json=as_json, chroma_url=chroma_url,
+                          no_server=no_server or agent is not None):  # fmt: skip
+        return  # a `vault2okf serve` holds the bundle and answered
     retriever = open_retriever(bundle, chroma_url, spec)
     with Asker(retriever, spec, answer, agent) as asker:
         notes([asker.notice])

@@ -10,6 +10,7 @@ import typer
 from retriever.retrieve import SearchSpec, left_out_notice
 from vault2okf.cli.options import BUNDLE, CHROMA_URL, QUESTION, check_question, open_retriever, search_options
 from vault2okf.cli.render import hit_lines, notes
+from vault2okf.cli.through import NO_SERVER, search_through_server
 
 
 @search_options
@@ -18,13 +19,15 @@ def search_cmd(
     question: str = QUESTION,
     chroma_url: str | None = CHROMA_URL,
     as_json: bool = typer.Option(False, "--json", help="Print hits as JSON."),
+    no_server: bool = NO_SERVER,
     *,
     spec: SearchSpec,
 ) -> None:
     """Retrieve the notes for QUESTION: each with score, via (vector | hop) and tokens."""
     check_question(question)
-    retriever = open_retriever(bundle, chroma_url, spec)
-    retrieval = retriever.search(question, spec)
+    retrieval = search_through_server(bundle, question, spec, chroma_url=chroma_url, no_server=no_server)
+    if retrieval is None:  # no `vault2okf serve` holds the bundle (or --no-server): in this process
+        retrieval = open_retriever(bundle, chroma_url, spec).search(question, spec)
     notes([left_out_notice(retrieval, spec.budget)])
     if as_json:
         payload = {"question": question, "mode": retrieval.mode, "k": spec.k, "ranker": retrieval.ranker,

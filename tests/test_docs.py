@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +20,8 @@ from vault2okf.cli.options import EXPERIMENTS
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "cli_reference.py"
+FENCED = re.compile(r"^```.*?^```", re.M | re.S)
+INLINE = re.compile(r"`[^`\n]*`")
 
 EVERYDAY = ("--k", "--mode", "--max-notes", "--max-tokens", "--type", "--tag", "--folder", "--since", "--until")
 EXPERIMENTAL = (
@@ -108,3 +111,13 @@ def test_check_mode_exits_1_when_the_reference_differs(tmp_path: Path) -> None:
     assert stale.returncode == 1 and "differs" in stale.stderr
     out.unlink()
     assert script("--check").returncode == 1  # no reference at all
+
+
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+@pytest.mark.parametrize("doc", [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))], ids=lambda p: p.name)
+def test_every_relative_link_points_to_a_file(doc: Path) -> None:
+    text = INLINE.sub("", FENCED.sub("", doc.read_text("utf-8")))  # code holds examples, not links
+    targets = [t.split("#")[0] for t in LINK.findall(text) if not re.match(r"[a-z]+:|#", t)]
+    assert [t for t in targets if not (doc.parent / t).exists()] == [], doc.name

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED_VAULTS = ROOT.parent / "shared" / "vaults"
 FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^```(sh|bash)[ \t]*\n(.*?)^```[ \t]*$", re.M | re.S)
-NEEDS = re.compile(r"^#\s*needs:\s*(\w+)\s*(.*)$", re.M)
+NEEDS = re.compile(r"^#[ \t]*needs:[ \t]*(\w+)[ \t]*(.*)$", re.M)
 VAULT = re.compile(r"\.\./shared/vaults/([\w.-]+)")
 KINDS = {  # what a block may need that this machine cannot give, and what gives it away
     "bedrock": ("needs AWS Bedrock (an account, credentials, the network)", r"--llm bedrock"),
@@ -144,6 +144,7 @@ def test_skips_are_told_apart() -> None:
     assert Block(ROOT, 1, "make demo\nmake test").skip_reason() == KINDS["network"][0]
     assert Block(ROOT, 1, "vault2okf mcp out/b").skip_reason() == KINDS["server"][0]
     assert Block(ROOT, 1, "# needs: gpu (CUDA)\nvault2okf index b").skip_reason() == "needs a GPU: CUDA"
+    assert Block(ROOT, 1, "# needs: bedrock\nvault2okf ask b q").skip_reason() == KINDS["bedrock"][0]
     assert Block(ROOT, 1, "vault2okf links out/b --json").skip_reason() is None
 
 

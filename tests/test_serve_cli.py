@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from serve_checks import Server, cli, serving, without_timings
 
+from retriever.answer.backends import AnswerSpec
+
 pytestmark = pytest.mark.slow
 QUESTION = "What is the Virelian Civil War?"
 MS = re.compile(r", [0-9.]+ ms$", re.M)
@@ -110,10 +112,16 @@ def test_a_server_breaking_off_mid_request_falls_back_with_one_note(coa_bundle: 
 
     threading.Thread(target=crash, daemon=True).start()
     state = coa_bundle / ".vault2okf" / "serve.json"
-    address = {"host": "127.0.0.1", "port": port, "pid": os.getpid(), "name": "children-of-ash", "generation": "",
-               "notice": None, "token_file": None,
-               "answer": {"llm": "extract", "model": None, "region": None, "profile": None, "gpu_layers": 0,
-                          "n_ctx": 8192, "context_tokens": None, "answer_tokens": 512}}  # fmt: skip
+    address = {
+        "host": "127.0.0.1",
+        "port": port,
+        "pid": os.getpid(),
+        "name": "children-of-ash",
+        "generation": "",
+        "notice": None,
+        "token_file": None,
+        "answer": AnswerSpec.of("extract").to_json(),
+    }  # the record a `serve --llm extract` leaves
     state.write_text(json.dumps(address))
     try:
         for command in (["search", "--json"], ["ask", "--llm", "extract", "--json"], ["ask", "--llm", "extract"]):

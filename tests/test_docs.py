@@ -66,7 +66,7 @@ def test_help_shows_the_everyday_options_first_and_the_experiments_apart(command
 
 
 def test_commands_without_search_options_have_no_experiments_section() -> None:
-    for command in ("convert", "links", "index", "eval", "doctor"):
+    for command in ("convert", "links", "index", "eval", "mcp", "serve", "watch", "doctor"):
         assert EXPERIMENTS not in help_text(command), command
 
 

@@ -37,9 +37,8 @@ def search_options(command: Callable[..., None]) -> Callable[..., None]:
     """Give ``command`` the search options; they reach it as one ``spec: SearchSpec`` keyword argument."""
     from retriever.errors import RetrieverError
     from retriever.filters import NoteFilter
-    from retriever.rankers import RankerName
-    from retriever.retrieve import DEFAULT_SPEC as D  # every default is the default search's
-    from retriever.retrieve import Budget, Mode, SearchSpec, Seeds
+    from retriever.spec import DEFAULT_SPEC as D  # every default is the default search's
+    from retriever.spec import Budget, Mode, RankerName, SearchSpec, Seeds
 
     options: Sequence[Option] = (
         ("mode", Mode, typer.Option(D.mode, "--mode", help="vector | graph (k=5 seeds + hop) | union (vector + hop).")),

@@ -233,17 +233,21 @@ def test_each_filter_lets_through_the_notes_sql_finds(bundle: Path, name: str) -
 
 @pytest.mark.slow
 def test_an_old_graph_cache_is_rebuilt_not_misread(bundle: Path) -> None:
-    load_graph(bundle)
+    from dataclasses import astuple
+
+    from retriever.graph import GRAPH_MAGIC
+
+    graph = load_graph(bundle)
     cache = bundle / ".vault2okf" / GRAPH_CACHE
-    data = json.loads(cache.read_text("utf-8"))
-    assert data["key"][0] == 2
-    data["key"][0] = 1  # as the code before tags and dates wrote it: eight columns per concept
-    data["concepts"] = [row[:8] for row in data["concepts"]]
-    cache.write_text(json.dumps(data), "utf-8")
+    assert cache.read_bytes().startswith(GRAPH_MAGIC)
+    # as the code before tags and dates wrote it: plain JSON, eight columns per concept
+    old = {"key": [1, 3, 0, 0, 0, ""], "concepts": [list(astuple(c))[:8] for c in graph.concepts.values()],
+           "neighbours": graph.neighbours}  # fmt: skip
+    cache.write_text(json.dumps(old), "utf-8")
     graph = load_graph(bundle)
     assert sum(bool(c.tags) for c in graph.concepts.values()) > len(SUBSET) // 2
     assert all(c.date for c in graph.concepts.values())
-    assert json.loads(cache.read_text("utf-8"))["key"][0] == 2
+    assert cache.read_bytes().startswith(GRAPH_MAGIC)  # rewritten in this format
 
 
 def nearest_notes(retriever: Retriever, question: str, notes: set[str], k: int, chunks: int = 0) -> list[str]:

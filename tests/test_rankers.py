@@ -126,3 +126,11 @@ def test_the_pagerank_prior_and_the_community_bonus_by_hand(near: HopInput) -> N
     a, b = 1 / np.sqrt(1.81), np.sqrt(0.5)
     assert dense_pr(near, ["a", "b"]) == pytest.approx({"a": a * np.log2(2 + 0.4), "b": b * np.log2(2 + 2)})
     assert dense_comm(near, ["a", "b"]) == pytest.approx({"a": a, "b": b + COMMUNITY_BONUS})
+
+
+def test_the_light_spec_names_every_ranker_in_the_registry_order() -> None:
+    """``retriever.spec`` checks a spec against the names without importing the rankers: they must agree."""
+    from retriever.rankers import RANKERS, RankerName
+    from retriever.spec import RANKER_NAMES
+
+    assert tuple(RANKERS) == RANKER_NAMES and [r.value for r in RankerName] == list(RANKER_NAMES)

@@ -17,8 +17,6 @@ each:
 - ``file``: vault path order, the naive baseline.
 """
 
-from enum import StrEnum
-
 from retriever.rankers.base import HopInput, Ranker, Scores, order
 from retriever.rankers.baseline import file_order
 from retriever.rankers.context import context
@@ -27,6 +25,7 @@ from retriever.rankers.fusion import RRF_K, fuse, rrf
 from retriever.rankers.lexical import lexical
 from retriever.rankers.prior import dense_comm, dense_hub_comm, dense_pr
 from retriever.rankers.support import support
+from retriever.spec import RankerName as _RankerName
 
 RANKERS: dict[str, Ranker] = {
     "dense": dense,
@@ -43,7 +42,7 @@ RANKERS: dict[str, Ranker] = {
     "rrf-lex": fuse(context, support, lexical),
     "file": file_order,
 }
-RankerName = StrEnum("RankerName", {name: name for name in RANKERS})  # type: ignore[misc]  # for option parsing
+RankerName = _RankerName  # for option parsing (the names are `retriever.spec.RANKER_NAMES`, which must agree)
 
 __all__ = [
     "RANKERS", "RRF_K", "HopInput", "Ranker", "RankerName", "Scores", "context", "dense", "dense_comm", "dense_hub",

@@ -12,7 +12,7 @@ import typer
 
 from retriever.agent.spec import AgentSpec
 from retriever.answer.backends import AnswerSpec
-from retriever.retrieve import Retrieval, SearchSpec, left_out_notice
+from retriever.spec import Retrieval, SearchSpec, left_out_notice
 from vault2okf.cli.options import (
     BUNDLE,
     CHROMA_URL,

@@ -61,9 +61,8 @@ def search_options(command: Callable[..., None]) -> Callable[..., None]:
     """Give ``command`` the search options; they reach it as one ``spec: SearchSpec`` keyword argument."""
     from retriever.errors import RetrieverError
     from retriever.filters import NoteFilter
-    from retriever.rankers import RankerName
-    from retriever.retrieve import DEFAULT_SPEC as D  # every default is the default search's
-    from retriever.retrieve import Budget, Mode, SearchSpec, Seeds
+    from retriever.spec import DEFAULT_SPEC as D  # every default is the default search's
+    from retriever.spec import Budget, Mode, RankerName, SearchSpec, Seeds
 
     options: Sequence[Option] = (
         ("k", int, typer.Option(D.k, "--k", min=1, help="Chunks from vector search (graph mode always seeds from 5).")),

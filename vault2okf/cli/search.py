@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from retriever.retrieve import SearchSpec, left_out_notice
+from retriever.spec import SearchSpec, left_out_notice
 from vault2okf.cli.options import BUNDLE, CHROMA_URL, QUESTION, check_question, open_retriever, search_options
 from vault2okf.cli.render import hit_lines, notes
 from vault2okf.cli.through import NO_SERVER, search_through_server

@@ -64,7 +64,7 @@ def search_through_server(
 
 
 def _retrieval(hits: list[dict[str, Any]], found: dict[str, Any], spec: Any) -> Any:
-    from retriever.retrieve import Hit, Mode, Retrieval, Via
+    from retriever.spec import Hit, Mode, Retrieval, Via
 
     made = tuple(
         Hit(
@@ -112,7 +112,7 @@ def ask_through_server(
 
 
 def _say_left_out(result: dict[str, Any], question: str, spec: Any) -> None:
-    from retriever.retrieve import left_out_notice
+    from retriever.spec import left_out_notice
 
     r = result["retrieval"]
     notes([left_out_notice(_retrieval(result["retrieved"], {**r, "timings_ms": {}}, spec), spec.budget)])

@@ -24,6 +24,7 @@ class AskResult:
             "answer": self.answer.text,
             "not_found": self.answer.not_found,
             "supported": self.answer.supported,
+            **({"support": self.answer.support} if self.answer.support else {}),
             "flag": self.answer.flag,
             "citations": [{**c.to_json(), "ref": c.ref} for c in self.answer.citations],
             "retrieved": [h.to_json() for h in self.retrieval.hits],
@@ -52,7 +53,7 @@ def context_notes(retrieval: Retrieval, concepts: Mapping[str, Any] | None = Non
         notes.append(ContextNote(
             h.note_id, h.title, h.doc_path, h.text, h.via, h.score, h.session_label,
             type=getattr(c, "type", None) or None, session_number=getattr(c, "session_number", None),
-            session_date=getattr(c, "session_date", None),
+            session_date=getattr(c, "session_date", None), aliases=tuple(getattr(c, "aliases", None) or ()),
         ))  # fmt: skip
     return notes
 

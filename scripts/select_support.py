@@ -107,9 +107,13 @@ def objective(r: dict[str, Any]) -> float:
     return float(r["strong_gold_rate"] + r["any_gold_rate"] + r["kept_rate"])
 
 
-def answer_all(rows: Sequence[dict[str, Any]], setting: Setting | None) -> dict[str, Outcome]:
-    """Every question answered with `setting` (None: the answerer's defaults)."""
-    answerer = ExtractAnswerer() if setting is None else ExtractAnswerer(depth=setting.depth, coverage=setting.coverage)
+def answer_all(
+    rows: Sequence[dict[str, Any]], setting: Setting | None, answerer: ExtractAnswerer | None = None
+) -> dict[str, Outcome]:
+    """Every question answered with `setting` (None: the answerer's defaults, or `answerer`)."""
+    if setting is not None:
+        answerer = ExtractAnswerer(depth=setting.depth, coverage=setting.coverage)
+    answerer = answerer or ExtractAnswerer()
     return {r["id"]: outcome(answerer.answer(r["question"], load_notes(r))) for r in rows}
 
 
@@ -146,6 +150,7 @@ def report(
     sets: dict[str, list[dict[str, Any]]],
     table: dict[Setting, dict[str, dict[str, Any]]],
     default: dict[str, dict[str, Any]],
+    before: dict[str, dict[str, Any]],
     kinds: dict[str, dict[str, int]],
     ms: dict[str, float],
 ) -> tuple[str, Any]:
@@ -172,12 +177,17 @@ def report(
               "|---|---:|---:|---:|---:|"]  # fmt: skip
     lines += [f"| {n} | {_cells(default[n])} |" for n in names]
     lines += [f"| **all** | {_cells(_total(list(default.values())))} |", "",
+              "The same questions with the refusal rule before the marks (`threshold=5.0` on raw BM25, `typed=True`: "
+              "a quantity question quotes only passages naming a number); its quotes marked the same way:", "",
+              "| vault " + HEAD, "|---|---:|---:|---:|---:|"]  # fmt: skip
+    lines += [f"| {n} | {_cells(before[n])} |" for n in names]
+    lines += [f"| **all** | {_cells(_total(list(before.values())))} |", "",
               "## Question kinds (`support.kind_of`), all sets", "",
               "| kind | answerable | unanswerable |", "|---|---:|---:|"]  # fmt: skip
     lines += [f"| {k} | {v['answerable']} | {v['unanswerable']} |" for k, v in sorted(kinds.items())]
     lines += ["", f"Answering every question of every set once with the defaults took {ms['total']:.0f} ms of CPU "
               f"({ms['per_question']:.1f} ms a question, this process's CPU clock)."]  # fmt: skip
-    data = {"folds": folds, "default_setting": asdict(setting), "defaults_in_sample": default,
+    data = {"folds": folds, "default_setting": asdict(setting), "defaults_in_sample": default, "before": before,
             "grid": [{**asdict(s), **{n: v for n, v in per.items()}} for s, per in table.items()]}  # fmt: skip
     return "\n".join(lines) + "\n", data
 
@@ -202,6 +212,8 @@ def main() -> None:
     cpu = time.process_time()
     default = {n: rates(rows, answer_all(rows, None)) for n, rows in sets.items()}
     spent = (time.process_time() - cpu) * 1000
+    old = ExtractAnswerer(threshold=5.0, typed=True)
+    before = {n: rates(rows, answer_all(rows, None, old)) for n, rows in sets.items()}
     count = sum(len(rows) for rows in sets.values())
     kinds: dict[str, dict[str, int]] = {}
     for rows in sets.values():
@@ -209,7 +221,7 @@ def main() -> None:
             kind = str(kind_of(r["question"])[0])
             side = "unanswerable" if r["tier"] == "unanswerable" else "answerable"
             kinds.setdefault(kind, {"answerable": 0, "unanswerable": 0})[side] += 1
-    text, data = report(sets, table, default, kinds, {"total": spent, "per_question": spent / max(1, count)})
+    text, data = report(sets, table, default, before, kinds, {"total": spent, "per_question": spent / max(1, count)})
     if not args.no_write:
         REPORT.with_suffix(".md").write_text(text, "utf-8")
         REPORT.with_suffix(".json").write_text(json.dumps(data, indent=2) + "\n", "utf-8")

@@ -114,6 +114,7 @@ def test_stems_variants_and_the_notes_aliases_count_as_the_question_s_words() ->
     assert marked("Who pilots the skiff?", "The skiff is piloted by Jory.").strong  # stems: pilots, piloted
     assert marked("Who met the envoy at the docks?", "Vess meets the envoy at the docks.", "with Vess").strong
     assert marked("Who met the envoy at the docks?", "The envoy was met at the docks by Vess.").strong  # met/meet
+    assert marked("Who keeps the Drowned Lantern?", "Sella Fenwick is the keeper of the Drowned Lantern.").strong
     # one letter apart: the "shipping ledger" against the note's "leger"
     leger = marked("Who signed off the shipping ledger?", "The shipping leger was signed off by Quartermaster Dunn.")
     assert leger.strong, leger.reason

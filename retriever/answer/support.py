@@ -30,6 +30,7 @@ from enum import StrEnum
 
 COVERAGE = 1.0  # the share of the question's content words a strong passage covers (chosen: scripts/select_support.py)
 PREFIX = 6  # two words sharing this many first letters are variants of one another (`commune`, `communal`)
+_SUFFIXES = frozenset(("er", "ers", "or", "ors", "ion", "ions", "ment", "ments", "al", "ly", "ness", "ity", "ive"))
 FUZZY = 5  # two words of at least this many letters one edit apart are variants (`ledger`, `leger`)
 
 Terms = Callable[[str], list[str]]
@@ -87,10 +88,15 @@ _AFTER: dict[str, tuple[tuple[Kind, re.Pattern[str]], ...]] = {
         "why": ((Kind.REASON, r"why\b"),),
     }.items()
 }
+_PART = re.compile(
+    r"(?:,\s*(?:and|or|but|then)?|;|\s[-\u2013\u2014]|\s(?:and|or|but))\s+(?:(?:in|on|at|from|by|for|with|to|of|since)\s+)?"
+    r"(?=(?:who|whom|whose|which|when|where|why|what|how)\b)",
+    re.IGNORECASE,
+)  # the end of one part of a question, just before the next part's question word
 _SENTENCES = re.compile(r"[^.!?]*(?:[.!?]+|$)")
 _NAMING = frozenset(("name", "call", "called"))  # the words that ask for a name, as `terms` gives them
 # Words of how a question is put, not of what it is about ("what did we actually get"), as `terms` gives them.
-_FRAME_WORDS = "get got happen actually really exactly else besides just ever still"
+_FRAME_WORDS = "get got happen actually really exactly else besides besid just ever still"
 _FRAME = frozenset(_FRAME_WORDS.split())
 _ENGLISH_TEXT = """the what who whom whose which when where why how did does do is are were of and to for with
     that this i we you my our your they their he she his her it its can could should would will has have had
@@ -98,7 +104,8 @@ _ENGLISH_TEXT = """the what who whom whose which when where why how did does do 
 _ENGLISH = frozenset(_ENGLISH_TEXT.split())
 _WORDS = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*")
 _TOKEN = re.compile(r"[^\W_][\w'\u2019.\-]*[^\W_]|[^\W_]")  # a word as written, inner dots/dashes kept (`6.0.0`)
-_OPENERS = frozenset(".!?:;\"'\u201c\u2018([>-+*\u2022|#")  # after one of these a capital opens a sentence or item
+_LABEL = re.compile(r"\s*(?:\[[ xX]?\]\s*)?[^.:!?\n]{1,60}?:\s")  # a label opening a list item: `Hub: ...`
+_OPENERS = frozenset(".!?:;\"'\u201c\u2018([]>-+*\u2022|#")  # after one of these a capital opens a sentence or item
 _NUMBER_WORDS_TEXT = """one two three four five six seven eight nine ten eleven twelve thirteen fourteen
     fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred
     hundreds thousand thousands million millions billion billions dozen dozens half twice thrice once"""
@@ -169,13 +176,29 @@ _IRREGULAR = dict(pair.split(":") for pair in _IRREGULAR_TEXT.split())
 
 
 @dataclass(frozen=True)
-class Asked:
-    """A question, read once: what it asks for and its content words."""
+class Part:
+    """One question of a question: "who leads them, and where do they camp?" asks two."""
 
-    text: str
     kind: Kind
     words: tuple[str, ...]  # its content terms (scoring terms less the asking words), distinct, in order
+
+
+@dataclass(frozen=True)
+class Asked:
+    """A question, read once: its parts (what each asks for, and its content words) and the words it names."""
+
+    text: str
+    parts: tuple[Part, ...]
     named: frozenset[str]  # every word of the question, folded (a name the question holds is no answer)
+
+    @property
+    def kind(self) -> Kind:
+        return self.parts[0].kind
+
+    @property
+    def words(self) -> tuple[str, ...]:
+        """The content words of all its parts."""
+        return tuple(dict.fromkeys(w for p in self.parts for w in p.words))
 
 
 @dataclass(frozen=True)
@@ -203,14 +226,21 @@ class Candidate:
 
 
 def kind_of(question: str) -> tuple[Kind, tuple[int, int]]:
-    """What the question asks for, and where the phrase that asks it is (`(0, 0)`: none)."""
+    """What the question asks for first, and where the phrase that asks it is (`(0, 0)`: none)."""
     if not english(question):
         return Kind.UNKNOWN, (0, 0)
+    wh = _first_wh(question)
+    return (Kind.ANY, (0, 0)) if wh is None else _kind_at(question, wh)
+
+
+def _first_wh(question: str) -> re.Match[str] | None:
+    """The first question word of the last sentence that asks (ends with "?"), or of the question."""
     asking = [m for m in _SENTENCES.finditer(question) if m.group(0).rstrip().endswith("?")]
     start = asking[-1].start() if asking else 0
-    wh = _WH.search(question, start) or _WH.search(question)
-    if wh is None:
-        return Kind.ANY, (0, 0)
+    return _WH.search(question, start) or _WH.search(question)
+
+
+def _kind_at(question: str, wh: re.Match[str]) -> tuple[Kind, tuple[int, int]]:
     for kind, pattern in _AFTER[wh.group(0).casefold()]:
         match = pattern.match(question, wh.start())
         if match:
@@ -224,20 +254,36 @@ def english(question: str) -> bool:
 
 
 def asked(question: str, terms: Terms) -> Asked:
-    """The question read once: its kind, and its content words (`terms` of it less the phrase that asks)."""
-    kind, (start, end) = kind_of(question)
-    rest = [w for w in terms(question[:start] + " " + question[end:]) if w not in _FRAME]
-    if kind == Kind.NAME:
-        rest = [w for w in rest if w not in _NAMING]
-    words = tuple(dict.fromkeys(rest)) or tuple(dict.fromkeys(terms(question)))
-    named = frozenset(_folded(w) for w in _WORDS.findall(question))
-    return Asked(question, kind, words, named | frozenset(terms(question)))
+    """The question read once: its parts, cut where a question word follows `and`, a comma or a dash ("who leads
+    them, and where do they camp"), each with its kind and content words (`terms` of it, and of what comes before
+    its first question word, less the phrase that asks); another language's question is one part."""
+    named = frozenset(_folded(w) for w in _WORDS.findall(question)) | frozenset(terms(question))
+    wh = _first_wh(question) if english(question) else None
+    if wh is None:
+        kind = Kind.ANY if english(question) else Kind.UNKNOWN
+        words = tuple(dict.fromkeys(w for w in terms(question) if w not in _FRAME))
+        return Asked(question, (Part(kind, words or tuple(terms(question))),), named)
+    preamble = question[: wh.start()]
+    cuts = [wh.start()] + [m.end() for m in _PART.finditer(question, wh.start())] + [len(question)]
+    parts = []
+    for begin, end in zip(cuts, cuts[1:], strict=False):
+        match = _WH.match(question, begin)
+        kind, (ask_start, ask_end) = _kind_at(question, match) if match else (Kind.ANY, (begin, begin))
+        text = preamble + " " + question[begin:ask_start] + " " + question[ask_end:end]
+        rest = [w for w in terms(text) if w not in _FRAME and not (kind == Kind.NAME and w in _NAMING)]
+        parts.append(Part(kind, tuple(dict.fromkeys(rest))))
+    return Asked(question, tuple(p for p in parts if p.words) or (Part(parts[0].kind, tuple(terms(question))),),
+                 named)  # fmt: skip
 
 
 def variant(word: str, other: str) -> bool:
-    """Two scoring terms that are variants of one word: the same, the same first `PREFIX` letters, or (both of
+    """Two scoring terms that are variants of one word: the same, an irregular past and its verb (`met`, `meet`),
+    one the other and a derivational ending (`keep`, `keeper`), the same first `PREFIX` letters, or (both of
     `FUZZY` letters or more) one letter added, dropped or changed."""
     if word == other or _IRREGULAR.get(word, word) == _IRREGULAR.get(other, other):
+        return True
+    short, long = sorted((word, other), key=len)
+    if len(short) >= 4 and long.startswith(short) and long[len(short) :] in _SUFFIXES:
         return True
     if len(word) >= PREFIX and len(other) >= PREFIX and word[:PREFIX] == other[:PREFIX]:
         return True
@@ -266,18 +312,25 @@ def shares(ask: Asked, candidate: Candidate) -> bool:
 
 
 def mark(ask: Asked, candidate: Candidate, *, coverage: float = COVERAGE) -> Mark:
-    """Strong when the passage covers `coverage` of the question's content words and holds what it asks for."""
-    words = ask.words
-    have = covered(words, candidate.terms | candidate.context)
-    missing = [w for w in words if w not in have]
-    if words and len(have) < coverage * len(words) - 1e-9:
-        return Mark(Strength.WEAK, f"covers {len(have)} of {len(words)} question words (missing: {', '.join(missing)})")
-    if ask.kind == Kind.UNKNOWN:
-        return Mark(Strength.WEAK, "question kind not recognised")
-    found = holds(ask, candidate)
-    if found is None:
-        return Mark(Strength.WEAK, f"covers the question but {_LACKS[ask.kind]}")
-    return Mark(Strength.STRONG, f"covers the question and {found}" if found else "covers the question")
+    """Strong when, for one part of the question, the passage covers `coverage` of its content words and holds
+    what it asks for; else weak, with the reason of the part it covers best."""
+    have = candidate.terms | candidate.context
+    best: Mark | None = None
+    for part in sorted(ask.parts, key=lambda p: -len(covered(p.words, have)) / max(1, len(p.words))):
+        found = covered(part.words, have)
+        if part.words and len(found) < coverage * len(part.words) - 1e-9:
+            missing = ", ".join(w for w in part.words if w not in found)
+            best = best or Mark(Strength.WEAK, f"covers {len(found)} of {len(part.words)} question words "
+                                               f"(missing: {missing})")  # fmt: skip
+            continue
+        if part.kind == Kind.UNKNOWN:
+            return Mark(Strength.WEAK, "question kind not recognised")
+        held = holds(Asked(ask.text, (part,), ask.named), candidate)
+        if held is not None:
+            return Mark(Strength.STRONG, f"covers the question and {held}" if held else "covers the question")
+        if best is None or not best.reason.startswith("covers the question"):
+            best = Mark(Strength.WEAK, f"covers the question but {_LACKS[part.kind]}")
+    return best or Mark(Strength.WEAK, "shares no word with the question")
 
 
 _LACKS = {
@@ -320,17 +373,36 @@ def names(text: str, known: Collection[str] = (), proper: Collection[str] = ()) 
     context, `proper_words`), and a word with a capital inside it (`YugabyteDB`, `ON_HOLD`, `McAllister`);
     pronouns, articles, months and days are none."""
     plain = _plain(text)
+    label = len(plain) if _title_case(plain) else _label_end(plain)
     tokens = [(m.start(), m.group(0)) for m in _TOKEN.finditer(plain)]
     found = []
     for i, (at, word) in enumerate(tokens):
         if not word[0].isupper() or word.casefold() in _NOT_NAMES or _folded(word) in known:
             continue
         inner = any(c.isupper() for c in word[1:]) or "_" in word
+        if at < label:  # a `Title Case Label:` opening an item, or a title-case line, names nothing by capitals alone
+            found += [word] if inner or _folded(word) in proper else []
+            continue
         opens = _opens(plain, at)
         follows = i + 1 < len(tokens) and tokens[i + 1][1][0].isupper() and tokens[i + 1][0] - at <= len(word) + 2
         if inner or not opens or follows or _folded(word) in proper:
             found.append(word)
     return found
+
+
+def _title_case(plain: str) -> bool:
+    """A line in title case ("Investigation and Information Gathering"): most of its longer words capitalised, and
+    no sentence's end."""
+    if plain.rstrip().endswith((".", "!", "?")):
+        return False
+    long = [w for w in _WORDS.findall(plain) if len(w) > 3 and w.isalpha()]
+    return len(long) >= 2 and sum(w[0].isupper() for w in long) >= 0.7 * len(long)
+
+
+def _label_end(plain: str) -> int:
+    """Where a short label that opens the passage ends (`Information Hub: ...`, `[ ] Next step: ...`), or 0."""
+    match = _LABEL.match(plain)
+    return match.end() if match else 0
 
 
 def proper_words(texts: Iterable[str]) -> frozenset[str]:
@@ -339,9 +411,10 @@ def proper_words(texts: Iterable[str]) -> frozenset[str]:
     found: set[str] = set()
     for text in texts:
         plain = _plain(text)
+        label = len(plain) if _title_case(plain) else _label_end(plain)
         for m in _TOKEN.finditer(plain):
-            word = m.group(0)
-            if word[0].isupper() and word.casefold() not in _NOT_NAMES and not _opens(plain, m.start()):
+            word, at = m.group(0), m.start()
+            if at >= label and word[0].isupper() and word.casefold() not in _NOT_NAMES and not _opens(plain, at):
                 found.add(_folded(word))
     return frozenset(found)
 

@@ -42,7 +42,7 @@ from retriever.retrieve import DEFAULT_SPEC, Retriever  # noqa: E402
 VAULTS = ("blades-of-vengeance", "children-of-ash", "daggerheart", "de-wiki", "nova-regna", "perrins-notes",
           "tasks-docs", "thellade")  # fmt: skip
 DEPTHS = (1, 3, 5, 10, 20)
-COVERAGES = (0.5, 0.6, 0.67, 0.75, 0.8, 0.9, 1.0)
+COVERAGES = (0.25, 0.34, 0.4, 0.5, 0.6, 0.67, 0.75, 0.8, 0.9, 1.0)
 REPORT = ROOT / "reports" / "extract-support"
 
 
@@ -185,6 +185,12 @@ def report(
               "## Question kinds (`support.kind_of`), all sets", "",
               "| kind | answerable | unanswerable |", "|---|---:|---:|"]  # fmt: skip
     lines += [f"| {k} | {v['answerable']} | {v['unanswerable']} |" for k, v in sorted(kinds.items())]
+    lines += ["", "## Every setting, all vaults together (in sample): the trade-off", "",
+              "| depth | coverage " + HEAD + " sets with an unanswerable answered strong |",
+              "|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+    for s, per in table.items():
+        bad = sum(1 for r in per.values() if r["answered_strong"])
+        lines.append(f"| {s.depth} | {s.coverage:g} | {_cells(_total(list(per.values())))} | {bad} of {len(per)} |")
     lines += ["", f"Answering every question of every set once with the defaults took {ms['total']:.0f} ms of CPU "
               f"({ms['per_question']:.1f} ms a question, this process's CPU clock)."]  # fmt: skip
     data = {"folds": folds, "default_setting": asdict(setting), "defaults_in_sample": default, "before": before,

@@ -63,6 +63,12 @@ def test_a_who_question_is_strong_only_with_a_name_that_is_not_in_the_question()
     assert named.support == Strength.STRONG and "Maeve" in named.reason
     nobody = marked("What was the name of the druid leading the ambush?", "The druid leading the ambush wore a mask.")
     assert nobody.support == Strength.WEAK  # "name" only asks: it is no content word the passage must cover
+    # "the name of the druid": a name answers it only beside the druid, not anywhere in the passage
+    named = marked("What was the name of the druid leading the ambush?", "The druid Corra led the ambush at dawn.")
+    assert named.strong and named.reason == "covers the question and names Corra"
+    elsewhere = "The druid led the ambush at dawn while the party slept, as Tam told us later."
+    assert not marked("What was the name of the druid leading the ambush?", elsewhere, "with Tam").strong
+    assert marked("Who led the ambush at dawn?", elsewhere, "with Tam").strong  # no head: any name counts
     # a name opening a sentence counts when the context writes it as a name elsewhere
     assert marked("Who runs the ferry?", "Tam runs the ferry across the river.", "We crossed with Tam.").strong
     assert not marked("Who runs the ferry?", "Someone runs the ferry across the river.", "We crossed with Tam.").strong

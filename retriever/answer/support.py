@@ -24,12 +24,13 @@ stemmed) and passes that function in, so that this module depends on nothing of 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
 COVERAGE = 1.0  # the share of the question's content words a strong passage covers (chosen: scripts/select_support.py)
 PREFIX = 6  # two words sharing this many first letters are variants of one another (`commune`, `communal`)
+WINDOW = 4  # a name answers "the name of the <head>" when it stands this many words or fewer from the head
 _SUFFIXES = frozenset(("er", "ers", "or", "ors", "ion", "ions", "ment", "ments", "al", "ly", "ness", "ity", "ive"))
 FUZZY = 5  # two words of at least this many letters one edit apart are variants (`ledger`, `leger`)
 
@@ -93,8 +94,20 @@ _PART = re.compile(
     r"(?=(?:who|whom|whose|which|when|where|why|what|how)\b)",
     re.IGNORECASE,
 )  # the end of one part of a question, just before the next part's question word
+_BOUNDARY = (
+    r"(?=\s+(?:that|who|whom|which|whose|at|in|of|on|from|for|with|behind|near|leading|making|running)\b"
+    r"|\s*[?,.;])"
+)
+_A_WORD = r"[^\W\d_][\w'\u2019]*"
+_HEAD = re.compile(
+    rf"\s*(?:the|a|an|his|her|their|its|that|this|our|my)?\s*(?P<head>(?:{_A_WORD}\s+){{0,2}}?{_A_WORD}){_BOUNDARY}"
+)  # "the name of the <head>": what follows the asking phrase, up to a word that starts a clause
+_WHO_HEAD = re.compile(
+    rf"who(?:'s|\s+is|\s+was|\s+are|\s+were)\s+(?:the|a|an|their|his|her|our|that)\s+(?P<head>[^\W\d_]+){_BOUNDARY}",
+    re.IGNORECASE,
+)  # "who is the bartender at ...": the name asked for is the bartender's
 _SENTENCES = re.compile(r"[^.!?]*(?:[.!?]+|$)")
-_NAMING = frozenset(("name", "call", "called"))  # the words that ask for a name, as `terms` gives them
+_NAMING = frozenset(("name", "call", "called", "cal"))  # the words that ask for a name, as `terms` gives them
 # Words of how a question is put, not of what it is about ("what did we actually get"), as `terms` gives them.
 _FRAME_WORDS = "get got happen actually really exactly else besides besid just ever still"
 _FRAME = frozenset(_FRAME_WORDS.split())
@@ -181,6 +194,7 @@ class Part:
 
     kind: Kind
     words: tuple[str, ...]  # its content terms (scoring terms less the asking words), distinct, in order
+    head: str = ""  # "the name of the <head>", "who is the <head> at ...": a name answers it only beside its head
 
 
 @dataclass(frozen=True)
@@ -271,7 +285,12 @@ def asked(question: str, terms: Terms) -> Asked:
         kind, (ask_start, ask_end) = _kind_at(question, match) if match else (Kind.ANY, (begin, begin))
         text = preamble + " " + question[begin:ask_start] + " " + question[ask_end:end]
         rest = [w for w in terms(text) if w not in _FRAME and not (kind == Kind.NAME and w in _NAMING)]
-        parts.append(Part(kind, tuple(dict.fromkeys(rest))))
+        naming = kind == Kind.NAME and "name" in question[ask_start:ask_end].casefold()
+        head = _HEAD.match(question, ask_end) if naming else None
+        if head is None and kind == Kind.NAME and match is not None:
+            head = _WHO_HEAD.match(question, match.start())
+        head_terms = terms(head.group("head")) if head else []
+        parts.append(Part(kind, tuple(dict.fromkeys(rest)), head_terms[-1] if head_terms else ""))
     return Asked(question, tuple(p for p in parts if p.words) or (Part(parts[0].kind, tuple(terms(question))),),
                  named)  # fmt: skip
 
@@ -351,6 +370,8 @@ def holds(ask: Asked, candidate: Candidate) -> str | None:
     found: list[str] = []
     if ask.kind == Kind.NAME:
         found = names(text, ask.named, candidate.proper)
+        head = ask.parts[0].head
+        found = _beside(text, found, head) if head else found
         return f"names {found[0]}" if found else None
     if ask.kind == Kind.NUMBER:
         found = numbers(text, ask.named)
@@ -397,6 +418,14 @@ def _title_case(plain: str) -> bool:
         return False
     long = [w for w in _WORDS.findall(plain) if len(w) > 3 and w.isalpha()]
     return len(long) >= 2 and sum(w[0].isupper() for w in long) >= 0.7 * len(long)
+
+
+def _beside(text: str, found: Sequence[str], head: str) -> list[str]:
+    """The names of `found` that stand within `WINDOW` words of the head word (or a variant of it) in `text`."""
+    words = _WORDS.findall(_plain(text))
+    heads = [i for i, w in enumerate(words) if variant(head, w.casefold())]
+    at = {w: i for i, w in reversed(list(enumerate(words)))}
+    return [n for n in found if any(abs(at.get(n.split("'")[0], -99) - h) <= WINDOW for h in heads)]
 
 
 def _label_end(plain: str) -> int:

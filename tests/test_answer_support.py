@@ -69,6 +69,13 @@ def test_a_who_question_is_strong_only_with_a_name_that_is_not_in_the_question()
     elsewhere = "The druid led the ambush at dawn while the party slept, as Tam told us later."
     assert not marked("What was the name of the druid leading the ambush?", elsewhere, "with Tam").strong
     assert marked("Who led the ambush at dawn?", elsewhere, "with Tam").strong  # no head: any name counts
+    # "what is X called": the name stands beside X
+    anthem = "What is Grenneria's national anthem called?"
+    assert marked(anthem, "Grenneria's national anthem, Winds of Tolred, is sung at every parade.").strong
+    far = "Grenneria's national anthem is sung at every parade of the regiment, as Mira Holt recalls."
+    assert not marked(anthem, far).strong
+    # a variant of a name in the question is no answer to it
+    assert not marked("Who won Ustonia's election?", "The Ustonian people won the election at last.").strong
     # a name opening a sentence counts when the context writes it as a name elsewhere
     assert marked("Who runs the ferry?", "Tam runs the ferry across the river.", "We crossed with Tam.").strong
     assert not marked("Who runs the ferry?", "Someone runs the ferry across the river.", "We crossed with Tam.").strong

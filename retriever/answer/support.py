@@ -102,6 +102,7 @@ _A_WORD = r"[^\W\d_][\w'\u2019]*"
 _HEAD = re.compile(
     rf"\s*(?:the|a|an|his|her|their|its|that|this|our|my)?\s*(?P<head>(?:{_A_WORD}\s+){{0,2}}?{_A_WORD}){_BOUNDARY}"
 )  # "the name of the <head>": what follows the asking phrase, up to a word that starts a clause
+_CALLED = re.compile(rf"(?P<head>{_A_WORD})\s+(?:called|named)\b", re.IGNORECASE)  # "is its anthem called"
 _WHO_HEAD = re.compile(
     rf"who(?:'s|\s+is|\s+was|\s+are|\s+were)\s+(?:the|a|an|their|his|her|our|that)\s+(?P<head>[^\W\d_]+){_BOUNDARY}",
     re.IGNORECASE,
@@ -287,6 +288,8 @@ def asked(question: str, terms: Terms) -> Asked:
         rest = [w for w in terms(text) if w not in _FRAME and not (kind == Kind.NAME and w in _NAMING)]
         naming = kind == Kind.NAME and "name" in question[ask_start:ask_end].casefold()
         head = _HEAD.match(question, ask_end) if naming else None
+        if head is None and kind == Kind.NAME:
+            head = _CALLED.search(question, ask_end, end)
         if head is None and kind == Kind.NAME and match is not None:
             head = _WHO_HEAD.match(question, match.start())
         head_terms = terms(head.group("head")) if head else []
@@ -398,7 +401,7 @@ def names(text: str, known: Collection[str] = (), proper: Collection[str] = ()) 
     tokens = [(m.start(), m.group(0)) for m in _TOKEN.finditer(plain)]
     found = []
     for i, (at, word) in enumerate(tokens):
-        if not word[0].isupper() or word.casefold() in _NOT_NAMES or _folded(word) in known:
+        if not word[0].isupper() or word.casefold() in _NOT_NAMES or _asked_for(_folded(word), known):
             continue
         inner = any(c.isupper() for c in word[1:]) or "_" in word
         if at < label:  # a `Title Case Label:` opening an item, or a title-case line, names nothing by capitals alone
@@ -418,6 +421,11 @@ def _title_case(plain: str) -> bool:
         return False
     long = [w for w in _WORDS.findall(plain) if len(w) > 3 and w.isalpha()]
     return len(long) >= 2 and sum(w[0].isupper() for w in long) >= 0.7 * len(long)
+
+
+def _asked_for(word: str, known: Collection[str]) -> bool:
+    """The question holds the word, or a variant of it (`Ustonian` in a question about `Ustonia`)."""
+    return word in known or any(variant(word, k) for k in known if len(k) >= FUZZY)
 
 
 def _beside(text: str, found: Sequence[str], head: str) -> list[str]:

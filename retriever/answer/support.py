@@ -302,7 +302,7 @@ def variant(word: str, other: str) -> bool:
     """Two scoring terms that are variants of one word: the same, an irregular past and its verb (`met`, `meet`),
     one the other and a derivational ending (`keep`, `keeper`), the same first `PREFIX` letters, or (both of
     `FUZZY` letters or more) one letter added, dropped or changed."""
-    if word == other or _IRREGULAR.get(word, word) == _IRREGULAR.get(other, other):
+    if word == other or _base(word) == _base(other):
         return True
     short, long = sorted((word, other), key=len)
     if len(short) >= 4 and long.startswith(short) and long[len(short) :] in _SUFFIXES:
@@ -310,6 +310,12 @@ def variant(word: str, other: str) -> bool:
     if len(word) >= PREFIX and len(other) >= PREFIX and word[:PREFIX] == other[:PREFIX]:
         return True
     return min(len(word), len(other)) >= FUZZY and _one_edit(word, other)
+
+
+def _base(word: str) -> str:
+    """The verb of an irregular past, less a final `e` (the light stemmer makes `making` `mak`, keeps `make`)."""
+    word = _IRREGULAR.get(word, word)
+    return word[:-1] if len(word) > 3 and word.endswith("e") else word
 
 
 def _one_edit(a: str, b: str) -> bool:

@@ -23,6 +23,7 @@ stemmed) and passes that function in, so that this module depends on nothing of 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
@@ -298,6 +299,7 @@ def asked(question: str, terms: Terms) -> Asked:
                  named)  # fmt: skip
 
 
+@functools.lru_cache(maxsize=1 << 17)
 def variant(word: str, other: str) -> bool:
     """Two scoring terms that are variants of one word: the same, an irregular past and its verb (`met`, `meet`),
     one the other and a derivational ending (`keep`, `keeper`), the same first `PREFIX` letters, or (both of
@@ -344,8 +346,8 @@ def mark(ask: Asked, candidate: Candidate, *, coverage: float = COVERAGE) -> Mar
     what it asks for; else weak, with the reason of the part it covers best."""
     have = candidate.terms | candidate.context
     best: Mark | None = None
-    for part in sorted(ask.parts, key=lambda p: -len(covered(p.words, have)) / max(1, len(p.words))):
-        found = covered(part.words, have)
+    parts = [(part, covered(part.words, have)) for part in ask.parts]
+    for part, found in sorted(parts, key=lambda p: -len(p[1]) / max(1, len(p[0].words))):
         if part.words and len(found) < coverage * len(part.words) - 1e-9:
             missing = ", ".join(w for w in part.words if w not in found)
             best = best or Mark(Strength.WEAK, f"covers {len(found)} of {len(part.words)} question words "

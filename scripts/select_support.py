@@ -41,8 +41,8 @@ from retriever.retrieve import DEFAULT_SPEC, Retriever  # noqa: E402
 
 VAULTS = ("blades-of-vengeance", "children-of-ash", "daggerheart", "de-wiki", "nova-regna", "perrins-notes",
           "tasks-docs", "thellade")  # fmt: skip
-DEPTHS = (1, 3, 5, 10, 20)
-COVERAGES = (0.25, 0.34, 0.4, 0.5, 0.6, 0.67, 0.75, 0.8, 0.9, 1.0)
+DEPTHS = (3, 5, 10, 20)
+COVERAGES = (0.25, 0.34, 0.4, 0.5, 0.6, 0.67, 0.75, 1.0)
 REPORT = ROOT / "reports" / "extract-support"
 
 

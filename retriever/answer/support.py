@@ -29,7 +29,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-COVERAGE = 1.0  # the share of the question's content words a strong passage covers (chosen: scripts/select_support.py)
+COVERAGE = 0.5  # the share of the question's content words a strong passage covers (chosen: scripts/select_support.py)
 PREFIX = 6  # two words sharing this many first letters are variants of one another (`commune`, `communal`)
 WINDOW = 4  # a name answers "the name of the <head>" when it stands this many words or fewer from the head
 _SUFFIXES = frozenset(("er", "ers", "or", "ors", "ion", "ions", "ment", "ments", "al", "ly", "ness", "ity", "ive"))
@@ -104,6 +104,10 @@ _HEAD = re.compile(
     rf"\s*(?:the|a|an|his|her|their|its|that|this|our|my)?\s*(?P<head>(?:{_A_WORD}\s+){{0,2}}?{_A_WORD}){_BOUNDARY}"
 )  # "the name of the <head>": what follows the asking phrase, up to a word that starts a clause
 _CALLED = re.compile(rf"(?P<head>{_A_WORD})\s+(?:called|named)\b", re.IGNORECASE)  # "is its anthem called"
+_WHAT_HEAD = re.compile(
+    rf"what\s+(?P<head>{_A_WORD})\s+(?:did|does|do|is|was|are|were|has|have|had|will|would|can|could|should)\b",
+    re.IGNORECASE,
+)  # "what prize did they win": a passage answers it only when it names a prize
 _WHO_HEAD = re.compile(
     rf"who(?:'s|\s+is|\s+was|\s+are|\s+were)\s+(?:the|a|an|their|his|her|our|that)\s+(?P<head>[^\W\d_]+){_BOUNDARY}",
     re.IGNORECASE,
@@ -293,6 +297,8 @@ def asked(question: str, terms: Terms) -> Asked:
             head = _CALLED.search(question, ask_end, end)
         if head is None and kind == Kind.NAME and match is not None:
             head = _WHO_HEAD.match(question, match.start())
+        if kind == Kind.ANY and match is not None:
+            head = _WHAT_HEAD.match(question, match.start())
         head_terms = terms(head.group("head")) if head else []
         parts.append(Part(kind, tuple(dict.fromkeys(rest)), head_terms[-1] if head_terms else ""))
     return Asked(question, tuple(p for p in parts if p.words) or (Part(parts[0].kind, tuple(terms(question))),),
@@ -359,7 +365,8 @@ def mark(ask: Asked, candidate: Candidate, *, coverage: float = COVERAGE) -> Mar
         if held is not None:
             return Mark(Strength.STRONG, f"covers the question and {held}" if held else "covers the question")
         if best is None or not best.reason.startswith("covers the question"):
-            best = Mark(Strength.WEAK, f"covers the question but {_LACKS[part.kind]}")
+            lacks = f"does not mention the {part.head} asked for" if part.kind == Kind.ANY else _LACKS[part.kind]
+            best = Mark(Strength.WEAK, f"covers the question but {lacks}")
     return best or Mark(Strength.WEAK, "shares no word with the question")
 
 
@@ -376,6 +383,9 @@ def holds(ask: Asked, candidate: Candidate) -> str | None:
     """What the passage holds of the kind the question asks for, as the end of a reason ("names Tam"); `""` when
     the question asks for no kind; None when the passage holds none."""
     text = candidate.text
+    if ask.kind == Kind.ANY and ask.parts[0].head:  # "what prize did ...": the passage names a prize
+        head = ask.parts[0].head
+        return "" if covered([head], candidate.terms | candidate.context) else None
     if ask.kind in (Kind.ANY, Kind.UNKNOWN):
         return ""
     found: list[str] = []

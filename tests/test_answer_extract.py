@@ -155,7 +155,8 @@ def test_an_answer_quotes_the_note_verbatim_and_cites_its_section(bundle: Path, 
 
 @pytest.mark.slow
 def test_a_list_item_and_a_table_row_are_quoted_with_their_sections(retriever: Retriever) -> None:
-    lighthouse = QUOTING.answer("Who built the lighthouse?", context(retriever, "Who built the lighthouse?"))
+    built = "Who built the lighthouse in the year of the great storm?"  # its list item names no one: weak, and first
+    lighthouse = QUOTING.answer(built, context(retriever, built))
     assert "Her grandfather built the lighthouse in the year of the great storm." in lighthouse.text
     assert "People/Maren Voss#Background" in [c.ref for c in lighthouse.citations]
     question = "Who keeps the Drowned Lantern inn?"

@@ -203,15 +203,17 @@ def main() -> None:
     parser.add_argument("--bundles", type=Path, required=True, help="Folder holding <vault>/bundle, indexed.")
     parser.add_argument("--golden", type=Path, default=ROOT / "golden")
     parser.add_argument("--vaults", default=",".join(VAULTS))
+    parser.add_argument("--confirm", default="", help="Vaults scored with the chosen setting only, never chosen on.")
     parser.add_argument("--no-write", action="store_true", help="Print the report, write nothing under reports/.")
     args = parser.parse_args()
-    sets = {}
-    for vault in args.vaults.split(","):
+    sets, confirm = {}, [v for v in args.confirm.split(",") if v]
+    for vault in [*args.vaults.split(","), *confirm]:
         cache = args.bundles / f"contexts-{vault}.json"
         if not cache.is_file():
             cache.write_text(json.dumps(collect(args.bundles / vault / "bundle", golden_path(args.golden, vault))))
             print(f"{vault}: contexts cached", flush=True)
         sets[vault] = json.loads(cache.read_text("utf-8"))
+    held = {v: sets.pop(v) for v in confirm}
     table = {}
     for setting in (Setting(d, c) for d in DEPTHS for c in COVERAGES):
         table[setting] = {n: rates(rows, answer_all(rows, setting)) for n, rows in sets.items()}
@@ -228,6 +230,18 @@ def main() -> None:
             side = "unanswerable" if r["tier"] == "unanswerable" else "answerable"
             kinds.setdefault(kind, {"answerable": 0, "unanswerable": 0})[side] += 1
     text, data = report(sets, table, default, before, kinds, {"total": spent, "per_question": spent / max(1, count)})
+    if held:
+        setting = Setting(**data["default_setting"])
+        lines = ["", "## Confirmed on sets no choice saw", "",
+                 f"Scored with the pick on all of the sets above (depth {setting.depth}, coverage "
+                 f"{setting.coverage:g}), beside the refusal rule before:", "",
+                 "| vault | rule " + HEAD, "|---|---|---:|---:|---:|---:|"]  # fmt: skip
+        old = ExtractAnswerer(threshold=5.0, typed=True)
+        for name, rows in held.items():
+            chosen, before_rows = rates(rows, answer_all(rows, setting)), rates(rows, answer_all(rows, None, old))
+            lines += [f"| {name} | marks | {_cells(chosen)} |", f"| {name} | before | {_cells(before_rows)} |"]
+            data.setdefault("confirmed", {})[name] = {"marks": chosen, "before": before_rows}
+        text += "\n".join(lines) + "\n"
     if not args.no_write:
         REPORT.with_suffix(".md").write_text(text, "utf-8")
         REPORT.with_suffix(".json").write_text(json.dumps(data, indent=2) + "\n", "utf-8")

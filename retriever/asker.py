@@ -51,6 +51,7 @@ class AskResult:
             "answer": a.text,
             "not_found": a.not_found,
             "supported": a.supported,
+            **({"support": a.support} if a.support else {}),
             "flag": a.flag,
             "citations": [{**c.to_json(), "ref": c.ref} for c in a.citations],
         }

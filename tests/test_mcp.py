@@ -82,11 +82,12 @@ def test_a_client_lists_searches_reads_follows_and_queries(bundle: Path, tmp_pat
         # it (a markdown link as its label)
         quoted = payload(await client.call_tool("quote", {"question": "What is Vann Solis's role in the Ashfall PMC?"}))
         assert quoted["not_found"] is False and 1 <= len(quoted["quotes"]) <= 3
+        assert quoted["support"] in ("strong", "weak") and all(q["support"] and q["reason"] for q in quoted["quotes"])
         for q in quoted["quotes"]:
             text = payload(await client.call_tool("read_note", {"id": q["id"]}))["text"]
             assert q["quote"] and q["quote"] in re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text), q
         nothing = payload(await client.call_tool("quote", {"question": "Zorblax umbral tesseract?"}))
-        assert nothing["not_found"] is True and nothing["quotes"] == []
+        assert nothing["not_found"] is True and nothing["quotes"] == [] and nothing["support"] == "none"
 
         near = payload(await client.call_tool("neighbours", {"id": "NPCs/Vann Solis"}))
         assert "Factions/PMC/Ashfall" in [n["id"] for n in near["out_links"]]

@@ -9,13 +9,21 @@ half a count for each word of its note's title, its heading and its table's head
 
 `score` ranks the passages by BM25 over the passages of the context divided by the question's total IDF (the
 share: 1.0 is one occurrence of every question word in a passage of average length), plus `rank_weight / (1 +
-rank)` for the place of its note in the search. The answer's support is the best passage's share or its raw
-BM25 (`Support`); below `threshold` the answer is the one not-found reply (`refusal.not_found`). With `typed`, a
-`how much / how many / how long / how old / what year` question quotes only passages that name a number.
-Passages within `RATIO` of the best (and at the threshold or above) join it, three at most; with `per_note`, one
-passage per note (its best), so that the three quotes point a reader to three places instead of three sentences of
-one section. The support measure, `typed`, `per_note`, `rank_weight` and `threshold` were chosen leaving one vault
-out on the seven golden sets by `scripts/select_extract.py` (`reports/extract-threshold.md`).
+rank)` for the place of its note in the search; a question word that no passage of the context holds is looked
+for as its variants there (`support.variant`: `ledger` finds `leger`).
+
+Each quote is marked `strong` or `weak` with a one-line reason (`retriever/answer/support.py`: does the passage
+cover the question's words, and does it hold the kind of thing the question asks for, a name, a number, a date,
+a place, a reason). The answer quotes the strong passages among the first `DEPTH` passages that share a content
+word with the question, best first, then the weak ones scoring within `RATIO` of the best; three at most, with
+`per_note` one per note (its best), so that the quotes point a reader to three places instead of three sentences
+of one section. When none is strong the answer says so first ("No passage says this directly; the closest:").
+It is the one not-found reply (`refusal.not_found`) only when no passage of the context shares a content word
+with the question; a `threshold` above 0 (raw BM25 of the best passage, `Support`) also refuses below it, and
+`typed` quotes only passages naming a number for a quantity question: both off by default, as
+`scripts/select_extract.py` once chose them on (`reports/extract-threshold.md`). `per_note`, `rank_weight`,
+`DEPTH` and `support.COVERAGE` were chosen leaving one vault out by `scripts/select_support.py`
+(`reports/extract-support.md`).
 """
 
 from __future__ import annotations
@@ -26,24 +34,26 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Protocol, TypeVar
 
 from retriever.answer.contract import Driver, OnToken
 from retriever.answer.passages import Passage, passages, terms
-from retriever.answer.records import Answer, AnswerError, ContextNote
+from retriever.answer.records import Answer, AnswerError, Citation, ContextNote
 from retriever.answer.refusal import NOT_FOUND, not_found
+from retriever.answer.support import Asked, Candidate, Mark, asked, mark, overall, proper_words, shares, variant
 
 MODEL = "extract"
-# Chosen on all seven golden sets (contexts from the default search, phrases on), objective `balanced`, after the
-# held-out report (reports/extract-threshold.md):
-SUPPORT = "raw"  # what the threshold is compared with (`Support`)
-THRESHOLD = 5.0
-TYPED = True  # a quantity question quotes only passages naming a number
+SUPPORT = "raw"  # what a threshold is compared with (`Support`)
+THRESHOLD = 0.0  # no refusal on the score: "not found" only when no passage shares a content word (`quotes`)
+TYPED = False  # a quantity question is answered by any passage; one naming no number is marked weak
 RANK_WEIGHT = 0.0
-PER_NOTE = True  # one quote per note (`choose`)
-RATIO = 0.5  # a passage joins the best one when it scores at least this share of it (fixed, not tuned)
+PER_NOTE = True  # one quote per note (`choose`, `quotes`)
+DEPTH = 10  # a strong passage is looked for among this many first passages sharing a content word
+RATIO = 0.5  # a weak passage joins the best one when it scores at least this share of it (fixed, not tuned)
+STRONG_NONE = "No passage says this directly; the closest:"  # the answer's first line when no quote is strong
+WEAKER = "Less direct:"  # the line before the weak quotes that follow strong ones
 MAX_QUOTES = 3
 K1, B = 1.2, 0.75  # BM25's usual constants
 CONTEXT_TF = 0.5  # what a word of the title, heading or table header adds to a passage's count of it
@@ -121,6 +131,7 @@ def score(question: str, candidates: Sequence[Passage], *, rank_weight: float = 
     query = list(dict.fromkeys(terms(question)))
     if not query or not candidates:
         return []
+    query += _variants(query, candidates)
     n = len(candidates)
     lengths = [sum(p.terms.values()) for p in candidates]
     average = sum(lengths) / n
@@ -137,6 +148,15 @@ def score(question: str, candidates: Sequence[Passage], *, rank_weight: float = 
                 bm25 += idf[t] * tf * (K1 + 1) / (tf + norm)
         scored.append(Scored(p, bm25 / total, bm25 / total + rank_weight / (1 + p.rank), bm25))
     return sorted(scored, key=lambda s: -s.score)
+
+
+def _variants(query: Sequence[str], candidates: Sequence[Passage]) -> list[str]:
+    """The context's variants (`support.variant`) of the question words no passage of it holds: `leger` for
+    `ledger`; none for a word the context has."""
+    vocabulary = {t for p in candidates for t in p.terms} | {t for p in candidates for t in p.context}
+    missing = [t for t in query if t not in vocabulary]
+    found = [v for t in missing for v in sorted(vocabulary) if variant(t, v)] if missing else []
+    return [v for v in dict.fromkeys(found) if v not in query]
 
 
 def choose(
@@ -158,6 +178,77 @@ def choose(
         if measure(s) >= threshold and all(s.text != c.text for c in chosen):
             chosen.append(s)
     return chosen
+
+
+@dataclass(frozen=True)
+class Quote:
+    """A scored passage chosen for the answer, and how well it answers (`support.mark`)."""
+
+    scored: Scored
+    mark: Mark
+
+    @property
+    def citation(self) -> Citation:
+        c = self.scored.passage.citation
+        return replace(c, support=str(self.mark.support), reason=self.mark.reason)
+
+
+def candidate(passage: Passage, proper: frozenset[str] = frozenset()) -> Candidate:
+    """What `support.mark` reads of a passage: its words, those of its note's title, aliases and heading (and
+    table header), its note's session, and the context's names."""
+    note = passage.note
+    aliases = frozenset(t for alias in note.aliases for t in terms(alias))
+    session = note.session_label or note.session_date or (
+        f"session {note.session_number}" if note.session_number is not None else "")  # fmt: skip
+    return Candidate(passage.text, frozenset(passage.terms), passage.context | aliases, session, proper)
+
+
+def quotes(
+    ask: Asked,
+    ranked: Sequence[Scored],
+    *,
+    depth: int = DEPTH,
+    per_note: bool = PER_NOTE,
+    coverage: float | None = None,
+) -> list[Quote]:
+    """The quotes of the answer (module docstring): the strong passages among the first `depth` that share a
+    content word with the question, then the weak ones within `RATIO` of the best; [] when none shares one."""
+    proper = proper_words(s.passage.text for s in ranked)
+    pool: list[Quote] = []
+    for s in ranked:
+        if len(pool) == depth:
+            break
+        c = candidate(s.passage, proper)
+        if shares(ask, c):
+            pool.append(Quote(s, mark(ask, c) if coverage is None else mark(ask, c, coverage=coverage)))
+    if not pool:
+        return []
+    best = pool[0].scored.score
+    strong = [q for q in pool if q.mark.strong]
+    weak = [q for q in pool if not q.mark.strong and q.scored.score >= RATIO * best]
+    chosen: list[Quote] = []
+    for q in strong + weak:
+        if len(chosen) == MAX_QUOTES:
+            break
+        if per_note and any(q.scored.note_id == c.scored.note_id for c in chosen):
+            continue
+        if all(q.scored.text != c.scored.text for c in chosen):
+            chosen.append(q)
+    return chosen
+
+
+def render(chosen: Sequence[Quote]) -> str:
+    """The answer text: the strong quotes, then the weak ones after `WEAKER`; with none strong, `STRONG_NONE`
+    first. Each quote is `Title › Heading: "passage" [n]`, n its citation's number."""
+    citations = list(dict.fromkeys(q.citation for q in chosen))
+    strong = [q for q in chosen if q.mark.strong]
+    weak = [q for q in chosen if not q.mark.strong]
+    lines = [] if strong else [STRONG_NONE]
+    for group, head in ((strong, []), (weak, [WEAKER] if strong and weak else [])):
+        lines += head
+        lines += [f'{q.scored.passage.citation.label}: "{q.scored.text}" [{citations.index(q.citation) + 1}]'
+                  for q in group]  # fmt: skip
+    return "\n".join(lines) if chosen else NOT_FOUND
 
 
 NO_AGENT = "--llm extract has no model to call the tools: use --llm llama or bedrock with --agent"
@@ -194,9 +285,11 @@ class ExtractAnswerer:
         typed: bool = TYPED,
         support: str = SUPPORT,
         per_note: bool = PER_NOTE,
+        depth: int = DEPTH,
+        coverage: float | None = None,
     ) -> None:
         self.threshold, self.rank_weight, self.typed, self.support = threshold, rank_weight, typed, Support(support)
-        self.per_note = per_note
+        self.per_note, self.depth, self.coverage = per_note, depth, coverage
 
     def rank(self, question: str, notes: Sequence[ContextNote]) -> list[Scored]:
         """Every passage of the context scored against the question, best first; with `typed`, a quantity
@@ -207,18 +300,21 @@ class ExtractAnswerer:
 
     def answer(self, question: str, notes: Sequence[ContextNote], *, on_token: OnToken = None) -> Answer:
         start = time.perf_counter()
+        ask = asked(question, terms)
         ranked = self.rank(question, notes)
-        chosen = choose(ranked, self.threshold, self.support, per_note=self.per_note)
-        citations = tuple(dict.fromkeys(s.passage.citation for s in chosen))
-        lines = [f'{s.passage.citation.label}: "{s.passage.text}" [{citations.index(s.passage.citation) + 1}]'
-                 for s in chosen]  # fmt: skip
-        text = "\n".join(lines) or NOT_FOUND
+        best = _SUPPORT[self.support](ranked[0]) if ranked else 0.0
+        floor = [s for s in ranked if _SUPPORT[self.support](s) >= self.threshold] if best >= self.threshold else []
+        chosen = quotes(ask, floor, depth=self.depth, per_note=self.per_note, coverage=self.coverage)
+        citations = tuple(dict.fromkeys(q.citation for q in chosen))
+        text = render(chosen)
         if on_token is not None:
             on_token(text)
-        best = _SUPPORT[self.support](ranked[0]) if ranked else 0.0
-        raw = {"support": round(best, 4), "measure": str(self.support), "threshold": self.threshold,
-               "quotes": [{"ref": s.passage.citation.ref, "text": s.passage.text, "bm25": round(s.bm25, 4),
-                           "raw": round(s.raw, 4), "score": round(s.score, 4)} for s in chosen]}  # fmt: skip
+        support = overall(q.mark for q in chosen)
+        raw = {"support": str(support or "none"), "kind": str(ask.kind), "words": list(ask.words),
+               "best": round(best, 4), "measure": str(self.support), "threshold": self.threshold,
+               "quotes": [{"ref": q.citation.ref, "text": q.scored.text, "support": str(q.mark.support),
+                           "reason": q.mark.reason, "bm25": round(q.scored.bm25, 4), "raw": round(q.scored.raw, 4),
+                           "score": round(q.scored.score, 4)} for q in chosen]}  # fmt: skip
         return Answer(
             text=text,
             citations=citations,
@@ -229,4 +325,5 @@ class ExtractAnswerer:
             model=MODEL,
             not_found=not_found(text, flag=not chosen, cited=bool(citations)),
             raw=json.dumps(raw, ensure_ascii=False),
+            support=str(support or "none"),
         )

@@ -150,7 +150,7 @@ def context_notes(retrieval: Retrieval) -> list[ContextNote]:
         notes.append(ContextNote(
             h.note_id, h.title, h.doc_path, h.text, h.via, h.score, h.session_label,
             type=getattr(c, "type", None) or None, session_number=getattr(c, "session_number", None),
-            session_date=getattr(c, "session_date", None),
+            session_date=getattr(c, "session_date", None), aliases=tuple(getattr(c, "aliases", None) or ()),
         ))  # fmt: skip
     return notes
 

@@ -33,6 +33,7 @@ class ContextNote:
     type: str | None = None  # the OKF concept type (`session`, `person`, ...), when the graph knows it
     session_number: int | None = None
     session_date: str | None = None  # ISO date of a session note
+    aliases: tuple[str, ...] = ()  # the note's other names (the extract answerer counts them as its words)
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,8 @@ class Citation:
     note_id: str = ""
     heading: str = ""  # plain heading text ("Loot"), "" for the note as a whole
     quote: str = field(default="", compare=False)  # the passage of the note it rests on, verbatim ("" if none)
+    support: str = field(default="", compare=False)  # extract: how well the quote answers, strong or weak
+    reason: str = field(default="", compare=False)  # extract: why, in one line
 
     @property
     def url(self) -> str:
@@ -65,8 +68,9 @@ class Citation:
         return f"[{self.label}]({self.url})"
 
     def to_json(self) -> dict[str, str]:
+        marked = {"support": self.support, "reason": self.reason} if self.support else {}
         return {"note_id": self.note_id, "heading": self.heading, "title": self.title, "path": self.path,
-                "quote": self.quote}  # fmt: skip
+                "quote": self.quote, **marked}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,7 @@ class Answer:
     not_found: bool = False  # the one rule of `refusal.not_found`, decided when the answer was parsed
     raw: str = ""  # what the model returned before parsing (JSON for the structured backends)
     flag: str = ""  # why a cited answer is not to be relied on (a note's planted reply, copied: `prompt.posed_by`)
+    support: str = ""  # extract: strong (a quote answers), weak (none does) or none (not found); "" for the others
 
     @property
     def supported(self) -> bool:

@@ -41,10 +41,12 @@ SETTINGS: dict[str, Any] = {
 
 def _command(name: str) -> Any:
     """The click command of ``name``, its module imported now."""
+    from vault2okf.cli.options import PanelledCommand
+
     module, function = COMMANDS[name].split(":")
     callback = getattr(importlib.import_module(module), function)
     one = typer.Typer(**SETTINGS)
-    one.command(name)(callback)
+    one.command(name, cls=PanelledCommand)(callback)
     return typer.main.get_command(one)
 
 

@@ -18,7 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from typer.core import TyperCommand
 
+# The help section of the search options most people never need: switches and rankers the blind selection tried.
+EXPERIMENTS = "Retrieval experiments (see docs/search.md)"
 VAULT = typer.Argument(..., help="The Obsidian vault folder (read only, never modified).")
 CONFIG = typer.Option(None, "--config", help="A vault2okf.toml (default: VAULT/vault2okf.toml).")
 FORCE = typer.Option(False, "--force", help="Replace a bundle holding files vault2okf did not write.")
@@ -33,6 +36,27 @@ CONTEXT_TOKENS = typer.Option(
 Option = tuple[str, Any, Any]  # parameter name, type, typer.Option
 
 
+class PanelledCommand(TyperCommand):
+    """A command whose ``--help`` lists its options by their ``rich_help_panel``, in plain click text: first the
+    options of no panel ("Options"), then each panel in the order its first option comes. Typer draws panels only
+    with rich formatting, which also boxes every error; this app keeps plain output (one line ``Error: ...``)."""
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:  # typer's own copy of click's types
+        arguments, panels = [], dict[str, list[tuple[str, str]]]({"Options": []})
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            if param.param_type_name == "argument":
+                arguments.append(record)
+            else:
+                panels.setdefault(getattr(param, "rich_help_panel", None) or "Options", []).append(record)
+        for title, records in (("Arguments", arguments), *panels.items()):
+            if records:
+                with formatter.section(title):
+                    formatter.write_dl(records)
+
+
 def search_options(command: Callable[..., None]) -> Callable[..., None]:
     """Give ``command`` the search options; they reach it as one ``spec: SearchSpec`` keyword argument."""
     from retriever.errors import RetrieverError
@@ -41,26 +65,10 @@ def search_options(command: Callable[..., None]) -> Callable[..., None]:
     from retriever.spec import Budget, Mode, RankerName, SearchSpec, Seeds
 
     options: Sequence[Option] = (
-        ("mode", Mode, typer.Option(D.mode, "--mode", help="vector | graph (k=5 seeds + hop) | union (vector + hop).")),
         ("k", int, typer.Option(D.k, "--k", min=1, help="Chunks from vector search (graph mode always seeds from 5).")),
+        ("mode", Mode, typer.Option(D.mode, "--mode", help="vector | graph (k=5 seeds + hop) | union (vector + hop).")),
         ("max_notes", int, typer.Option(D.budget.notes, "--max-notes", min=1, help="Most notes of context.")),
         ("max_tokens", int, typer.Option(D.budget.tokens, "--max-tokens", min=1, help="Most tokens of context.")),
-        ("match_vector", int, typer.Option(D.budget.match or 0, "--match-vector", min=0,
-            help="Cap the hop at what vector search at this k spends on the question (0: no such cap).")),
-        ("ranker", RankerName, typer.Option(D.ranker, "--ranker", help="How the hop ranks neighbours; lex-dense-pr, "
-            "lex-dense-comm, lex-dense-hub-comm add the bundle's PageRank or a same-community bonus (lost the blind "
-            "selection).")),
-        ("seeds", Seeds, typer.Option(D.seeds, "--seeds", help="Vector stage: dense, or hybrid (dense + BM25).")),
-        ("dedup", bool, typer.Option(D.dedup, "--dedup/--no-dedup", help="Vector stage takes k notes, not k chunks.")),
-        ("sessions", bool, typer.Option(
-            D.sessions, "--sessions/--no-sessions", help="Offer the previous/next session of a retrieved session.")),
-        ("mentions", bool, typer.Option(
-            D.mentions, "--mentions/--no-mentions", help="Offer the sessions that name or link a retrieved note.")),
-        ("named", bool, typer.Option(D.named, "--named/--no-named", help="Offer the notes the question names.")),
-        ("threads", bool, typer.Option(D.threads, "--threads/--no-threads",
-            help="First offer the sessions of a retrieved session's series that share the question's rare terms.")),
-        ("phrases", bool, typer.Option(
-            D.phrases, "--phrases/--no-phrases", help="BM25 scores the question's adjacent words as phrases too.")),
         ("types", list[str] | None, typer.Option(None, "--type", metavar="TYPE",
             help="Only notes of this type (any case); repeat for any of several. Filters combine: any value of one, "
             "all of them together.")),
@@ -73,6 +81,26 @@ def search_options(command: Callable[..., None]) -> Callable[..., None]:
             "session date, else the file's modified time; a note with none is left out.")),
         ("until", datetime | None, typer.Option(None, "--until", formats=["%Y-%m-%d"], metavar="YYYY-MM-DD",
             help="Only notes dated on or before YYYY-MM-DD (the same date as --since).")),
+        # The experiments: switches and rankers that lost (or set) the blind selection, listed apart in --help.
+        ("match_vector", int, typer.Option(D.budget.match or 0, "--match-vector", min=0, rich_help_panel=EXPERIMENTS,
+            help="Cap the hop at what vector search at this k spends on the question (0: no such cap).")),
+        ("ranker", RankerName, typer.Option(D.ranker, "--ranker", rich_help_panel=EXPERIMENTS,
+            help="How the hop ranks neighbours; lex-dense-pr, lex-dense-comm, lex-dense-hub-comm add the bundle's "
+            "PageRank or a same-community bonus (lost the blind selection).")),
+        ("seeds", Seeds, typer.Option(D.seeds, "--seeds", rich_help_panel=EXPERIMENTS,
+            help="Vector stage: dense, or hybrid (dense + BM25).")),
+        ("dedup", bool, typer.Option(D.dedup, "--dedup/--no-dedup", rich_help_panel=EXPERIMENTS,
+            help="Vector stage takes k notes, not k chunks.")),
+        ("sessions", bool, typer.Option(D.sessions, "--sessions/--no-sessions", rich_help_panel=EXPERIMENTS,
+            help="Offer the previous/next session of a retrieved session.")),
+        ("mentions", bool, typer.Option(D.mentions, "--mentions/--no-mentions", rich_help_panel=EXPERIMENTS,
+            help="Offer the sessions that name or link a retrieved note.")),
+        ("named", bool, typer.Option(D.named, "--named/--no-named", rich_help_panel=EXPERIMENTS,
+            help="Offer the notes the question names.")),
+        ("threads", bool, typer.Option(D.threads, "--threads/--no-threads", rich_help_panel=EXPERIMENTS,
+            help="First offer the sessions of a retrieved session's series that share the question's rare terms.")),
+        ("phrases", bool, typer.Option(D.phrases, "--phrases/--no-phrases", rich_help_panel=EXPERIMENTS,
+            help="BM25 scores the question's adjacent words as phrases too.")),
     )  # fmt: skip
 
     def spec(values: dict[str, Any]) -> SearchSpec:

@@ -17,7 +17,7 @@ VAULTS = ROOT.parent / "shared" / "vaults"
 SCRIPT = ROOT / "scripts" / "check_golden.py"
 SETS = sorted(p.stem for p in (ROOT / "golden").glob("*.jsonl"))
 # Vaults whose notes include numbered session notes get a temporal tier; the others must not have one.
-WITH_SESSIONS = {"thellade", "children-of-ash", "daggerheart", "blades-of-vengeance"}
+WITH_SESSIONS = {"thellade", "children-of-ash", "daggerheart", "blades-of-vengeance", "perrins-notes"}
 
 
 def test_every_shared_vault_with_a_set_is_covered() -> None:

@@ -312,6 +312,7 @@ def test_exact_top_k_over_the_table_matches_chroma(store, minilm):
 
 @pytest.mark.slow
 def test_a_saved_table_loads_back_the_same(tmp_path, store, minilm):
+    from retriever.cachefile import CacheDamaged
     from retriever.memory import ChunkTable
 
     store.sync(make_chunks(), minilm, progress=False)
@@ -325,8 +326,9 @@ def test_a_saved_table_loads_back_the_same(tmp_path, store, minilm):
     )  # fmt: skip
     assert np.array_equal(loaded.vectors, table.vectors) and np.array_equal(loaded.tokens, table.tokens)
     assert not list(tmp_path.glob("*.part-*"))
-    path.write_bytes(path.read_bytes()[:100])  # a truncated file is no table, never an exception
-    assert ChunkTable.load(path) is None
+    path.write_bytes(path.read_bytes()[:100])  # a truncated file is damage, said as such (the index reads Chroma)
+    with pytest.raises(CacheDamaged):
+        ChunkTable.load(path)
     assert ChunkTable.load(tmp_path / "missing.npz") is None
 
 

@@ -154,6 +154,11 @@ def test_links_is_the_link_health_report_and_one_notes_part(server: Server, coa_
     mine = server.get("/links?note=" + quote(source))
     assert mine["broken"] and all(a.startswith(source + ":") for e in mine["broken"] for a in e["at"])
     assert server.get("/links?note=" + quote("Nowhere.md"))["broken"] == []
+    # the unlinked mentions too: only the note's own entry, its counts recounted
+    first = report["mentions"]["by_note"][0]
+    own = server.get("/links?note=" + quote(first["note"]))["mentions"]
+    assert own["by_note"] == [first] and (own["notes"], own["total"]) == (1, first["count"])
+    assert server.get("/links?note=" + quote("Nowhere.md"))["mentions"]["by_note"] == []
 
 
 def test_openapi_names_exactly_the_routes_served(server: Server) -> None:

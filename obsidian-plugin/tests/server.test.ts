@@ -162,9 +162,11 @@ describe("against a real vault2okf serve", { skip: why ?? false }, () => {
     assert.match(rc.state.error, /Written after the conversion\.md is not in the bundle .*vault2okf convert/);
   });
 
-  test("/links?note= restricts every section, mentions included", { todo: "serve35: the mentions section keeps every note's entries (the plugin filters them itself)" }, async () => {
+  test("/links?note= restricts every section, mentions included", async () => {
     const own = await client().links("Locations/Virelian Wastes.md");
     assert.deepEqual(own.mentions.by_note.map((n) => n.note).filter((n) => n !== "Locations/Virelian Wastes.md"), []);
+    const session = await client().links("Sessions/Session 9.md");
+    assert.deepEqual(session.mentions.by_note.map((n) => n.note), ["Sessions/Session 9.md"]);
   });
 
   test("link health: each item's line in the vault file holds the link or the words it is about", async () => {

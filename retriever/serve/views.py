@@ -235,7 +235,13 @@ def links_json(served: Served, note: str | None) -> dict[str, Any]:
 
 
 def _only(value: Any, note: str) -> Any:
-    """The part of one report field about links from ``note`` (vault path): entries whose ``at`` names it."""
+    """The part of one report field about links from ``note`` (vault path): entries whose ``at`` names it; in an
+    object of such lists (the unlinked mentions: ``by_note``), each list the same way, with ``total`` and ``notes``
+    counted again over what is kept."""
+    if isinstance(value, dict) and isinstance(value.get("by_note"), list):
+        kept_notes = _only(value["by_note"], note)
+        total = sum(int(n.get("count", 0)) for n in kept_notes if isinstance(n, dict))
+        return {**value, "by_note": kept_notes, "notes": len(kept_notes), "total": total}
     if not isinstance(value, list):
         return value
     kept: list[Any] = []

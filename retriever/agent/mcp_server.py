@@ -21,7 +21,7 @@ from retriever.agent.tools import TOOLS, BundleTools, Limits, Tool, ToolError, d
 from retriever.agent.tools.context import stamp as tool_stamp
 from retriever.agent.tools.results import dumps
 from retriever.errors import RetrieverError
-from vault2okf.protocol import database
+from vault2okf.protocol import bundle_names, database
 
 INSTRUCTIONS = (
     "Read-only tools over Obsidian vaults converted to Open Knowledge Format bundles. Start with schema or "
@@ -36,18 +36,8 @@ class Library:
     """The served bundles by name: the folder name, made unique with -2, -3 …; one path is served once."""
 
     def __init__(self, bundles: Sequence[Path], *, chroma_url: str | None = None, limits: Limits | None = None):
-        self.tools: dict[str, BundleTools] = {}
-        seen: set[Path] = set()
-        for bundle in bundles:
-            path = Path(bundle).resolve()
-            if path in seen:
-                continue
-            seen.add(path)
-            name, n = path.name or "bundle", 1
-            while name in self.tools:
-                n += 1
-                name = f"{path.name}-{n}"
-            self.tools[name] = BundleTools(Path(bundle), chroma_url=chroma_url, limits=limits)
+        self.tools = {name: BundleTools(path, chroma_url=chroma_url, limits=limits)
+                      for name, path in bundle_names(bundles).items()}  # fmt: skip
 
     def get(self, name: str | None) -> BundleTools:
         if name is None or name == "":

@@ -24,6 +24,7 @@ from retriever.agent.tools.context import stamp
 from retriever.errors import RetrieverError
 from retriever.retrieve import DEFAULT_SPEC, Retriever
 from retriever.serve import ServeError
+from vault2okf.protocol import bundle_names
 
 Stamps = tuple[tuple[int, int, int] | None, tuple[int, int, int] | None]
 RETRY_S = 1.0  # a bundle that could not be opened is tried again at most this often
@@ -154,18 +155,8 @@ class Library:
     """The served bundles by name (the folder name, made unique with -2, -3 …, as `vault2okf mcp` names them)."""
 
     def __init__(self, bundles: Sequence[Path], *, chroma_url: str | None = None) -> None:
-        self.bundles: dict[str, Served] = {}
-        seen: set[Path] = set()
-        for bundle in bundles:
-            path = Path(bundle).resolve()
-            if path in seen:
-                continue
-            seen.add(path)
-            name, n = path.name or "bundle", 1
-            while name in self.bundles:
-                n += 1
-                name = f"{path.name}-{n}"
-            self.bundles[name] = Served(name, path, chroma_url=chroma_url)
+        named = bundle_names(bundles)
+        self.bundles = {name: Served(name, path.resolve(), chroma_url=chroma_url) for name, path in named.items()}
         if not self.bundles:
             raise ServeError("no bundle to serve: name at least one bundle written by `vault2okf convert`")
 

@@ -6,6 +6,7 @@ both import it (``tests/test_layers.py``: the ``protocol`` layer)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 DATABASE = "okf.duckdb"  # the bundle's database: concepts, links, mentions, analytics (docs/ARCHITECTURE.md)
@@ -16,6 +17,24 @@ SCHEMA_VERSION = 3  # the okf.duckdb schema the readers read (the producer's mig
 class BundleError(Exception):
     """Base of the errors of both sides of the protocol (``Vault2OkfError``, ``RetrieverError``): a message that
     says what went wrong, where, and how to fix it."""
+
+
+def bundle_names(bundles: Iterable[Path | str]) -> dict[str, Path]:
+    """Name -> path (as given) of each bundle, as every face that serves several names them (``mcp``, ``serve``):
+    the resolved folder's name, made unique with -2, -3 … in the order given; one folder is served once."""
+    named: dict[str, Path] = {}
+    seen: set[Path] = set()
+    for bundle in bundles:
+        path = Path(bundle).resolve()
+        if path in seen:
+            continue
+        seen.add(path)
+        name, n = path.name or "bundle", 1
+        while name in named:
+            n += 1
+            name = f"{path.name}-{n}"
+        named[name] = Path(bundle)
+    return named
 
 
 def database(bundle: Path | str) -> Path:

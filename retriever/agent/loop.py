@@ -204,25 +204,24 @@ def run_agent(
             outcomes.append((call_id, result))
             record(Call(number, result, refused=refused))
         driver.feed(outcomes)
-    return _result(decision, seen, tools, driver, (tuple(calls), stop, usage, time.perf_counter() - start))
+    seconds = time.perf_counter() - start
+    answer, context = _grounded(decision, seen, (usage.prompt, usage.completion), seconds, driver.model)
+    paths = tools.vault_paths(n.note_id for n in context)
+    return AgentResult(answer, tuple(calls), stop, usage, seconds, tuple(context), paths)
 
 
-def _result(
-    decision: Decision, seen: Seen, tools: BundleTools, driver: Driver, run: tuple[tuple[Call, ...], str, Usage, float]
-) -> AgentResult:
-    """The grounded answer of the final decision: citations outside the tool results dropped, an exact refusal
-    citing nothing."""
-    calls, stop, usage, _ = run
+def _grounded(
+    decision: Decision, seen: Seen, tokens: tuple[int, int], seconds: float, model: str
+) -> tuple[Answer, list[ContextNote]]:
+    """The answer of the final decision and the notes it may cite: citations outside the tool results dropped, an
+    exact refusal citing nothing."""
     context = seen.notes()
     headings = {n.note_id: seen.headings.get(n.note_id, []) for n in context}
     reply = decision.answer if decision.answer is not None else decision.raw
     parsed = parse(reply, context, headings)
     if parsed.citations and parsed.text.strip().casefold() == NOT_FOUND:
         parsed = replace(parsed, citations=(), not_found=True)
-    seconds = run[3]
-    answer = parsed.answer(reply, decision.finish, (usage.prompt, usage.completion), seconds, driver.model)
-    paths = tools.vault_paths(n.note_id for n in context)
-    return AgentResult(answer, calls, stop, usage, seconds, tuple(context), paths)
+    return parsed.answer(reply, decision.finish, tokens, seconds, model), context
 
 
 def _signature(tool: str, arguments: Mapping[str, Any]) -> str:

@@ -7,6 +7,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -43,7 +44,6 @@ def ask_cmd(
     agent: AgentSpec | None,
 ) -> None:
     """Answer QUESTION from the notes, citing them; says 'not found in the vault' when they do not hold it."""
-    from retriever.agent.loop import trace_lines, trace_lines_of
     from retriever.asker import Asker
 
     check_question(question)
@@ -63,7 +63,7 @@ def ask_cmd(
                 for line in context_lines(None, retrieval.hits):
                     typer.echo(line, err=True)
 
-        show = None if as_json else (lambda call: typer.echo(next(iter(trace_lines_of([call]))), err=True))
+        show = None if as_json or agent is None else _show_call
         result = asker.ask(question, on_token=None if as_json else print_token, on_retrieved=retrieved, on_call=show,
                            started=process_started())  # fmt: skip
     if as_json:
@@ -76,10 +76,19 @@ def ask_cmd(
     for line in render_sources(result.answer):
         typer.echo(line)
     if result.agent is not None:
+        from retriever.agent.loop import trace_lines
+
         typer.echo(list(trace_lines(result.agent))[-1], err=True)
     elif not early and result.retrieval is not None:  # (on a terminal the notes were listed before the answer)
         for line in context_lines(result.answer, result.retrieval.hits):
             typer.echo(line, err=True)
+
+
+def _show_call(call: Any) -> None:
+    """One tool call of ``ask --agent``'s trace, on stderr as it is made (the loop is imported only for --agent)."""
+    from retriever.agent.loop import trace_lines_of
+
+    typer.echo(next(iter(trace_lines_of([call]))), err=True)
 
 
 def process_started() -> float:

@@ -40,7 +40,11 @@ def _children_cpu() -> float:
     total = 0.0
     tick = os.sysconf("SC_CLK_TCK")
     for task in Path(f"/proc/{os.getpid()}/task").iterdir():
-        for pid in (task / "children").read_text().split():
+        try:
+            children = (task / "children").read_text().split()
+        except OSError:
+            continue  # a thread that ended since the folder was listed has no children to count
+        for pid in children:
             try:
                 fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
             except OSError:

@@ -272,8 +272,11 @@ def test_titles_with_symbols_match_literally() -> None:
         _note("Lang/C#.md", "x\n"),
         _note("Lang/Pattern.md", "x\n", aliases=("a.b*",)),
         _note("Net/Networking.md", "x\n", aliases=("TCP/IP",)),
-        _note("Diary.md", "I write C++ and C, then C# and c sharp.\nNot a b, axb or a-b; a.b* twice: a.b.\n"
-              "TCP/IP here, not TCP IP.\n"),  # fmt: skip
+        _note(
+            "Diary.md",
+            "I write C++ and C, then C# and c sharp.\nNot a b, axb or a-b; a.b* twice: a.b.\n"
+            "TCP/IP here, not TCP IP.\n",
+        ),
     ]
     found = {(x.target, x.text, x.line, x.count) for x in find_mentions(notes) if x.source == "Diary.md"}
     assert found == {

@@ -244,25 +244,81 @@ def name_index(notes: Sequence[NoteNames]) -> tuple[dict[tuple[str, ...], str | 
     return index, frozenset(capital)
 
 
+Hit = tuple[tuple[str, ...], int, str]  # a name's key, the 1-based line, the words as written
+
+
+@dataclass(frozen=True)
+class Earlier:
+    """What the last convert found: the names it matched, and each note's prose with the hits found in it
+    (before rules 4 and 5, which are applied again each time). A note's hits hold while its prose is the same,
+    no name it matched went away and no new name may occur in it: then it is not read again."""
+
+    keys: frozenset[tuple[str, ...]]
+    notes: Mapping[str, tuple[str, tuple[Hit, ...]]]  # vault path -> (prose, hits)
+
+
+@dataclass(frozen=True)
+class Found:
+    """The vault's mentions, and what the next convert may reuse (``Earlier``)."""
+
+    mentions: list[Mention]
+    keys: frozenset[tuple[str, ...]]
+    hits: dict[str, tuple[Hit, ...]]
+    scanned: int  # notes read for names this time (the others' hits were reused)
+
+
 def find_mentions(notes: Sequence[NoteNames]) -> list[Mention]:
     """Every unlinked mention in the vault: by source (in ``notes``' order), most often named first, then by
     line and target path (a total order, so the output never depends on hashing)."""
+    return find_all(notes).mentions
+
+
+def find_all(notes: Sequence[NoteNames], earlier: Earlier | None = None) -> Found:
+    """``find_mentions``, reading again only the notes whose hits ``earlier`` does not give: the result is the
+    same as without it."""
     index, capital = name_index(notes)
-    names = _Names.of(index)
-    found: list[tuple[str, list[tuple[tuple[str, ...], int, str]]]] = []
+    keys = frozenset(index)
+    hits = _hits(notes, index, earlier)
+    found: list[tuple[str, list[Hit]]] = []
     seen_in: Counter[tuple[str, ...]] = Counter()  # name -> notes it was found in, outside links (rule 4)
     for note in notes:
-        hits = [h for h in _scan(note.prose, names) if not (h[0] in capital and h[2].islower())]  # rule 5
-        found.append((note.path, hits))
-        seen_in.update({name for name, _, _ in hits if index[name] not in (note.path, None)})
+        kept = [h for h in hits[note.path] if not (h[0] in capital and h[2].islower())]  # rule 5
+        found.append((note.path, kept))
+        seen_in.update({name for name, _, _ in kept if index[name] not in (note.path, None)})
     floor = max(MIN_COMMON_NOTES, MAX_SHARE * len(notes))
     common = {name for name, n in seen_in.items() if single(name) and n > floor}
     by_path = {n.path: n for n in notes}
     out: list[Mention] = []
-    for path, hits in found:
+    for path, kept in found:
         note = by_path[path]
-        kept = [(target, line, text) for k, line, text in hits if (target := index[k]) and k not in common]
-        out.extend(_mentions(note, kept))
+        named = [(target, line, text) for k, line, text in kept if (target := index[k]) and k not in common]
+        out.extend(_mentions(note, named))
+    scanned = sum(1 for n in notes if earlier is None or earlier.notes.get(n.path, (None, ()))[1] is not hits[n.path])
+    return Found(out, keys, hits, scanned)
+
+
+def _hits(
+    notes: Sequence[NoteNames], index: Mapping[tuple[str, ...], str | None], earlier: Earlier | None
+) -> dict[str, tuple[Hit, ...]]:
+    """Each note's hits: ``earlier``'s where they still hold, else found now."""
+    keys = frozenset(index)
+    added = keys - earlier.keys if earlier else keys
+    removed = earlier.keys - keys if earlier else frozenset()
+    probe = _Names.of(added) if earlier and added else None
+    names: _Names | None = None
+    out: dict[str, tuple[Hit, ...]] = {}
+    for note in notes:
+        old = earlier.notes.get(note.path) if earlier else None
+        if (
+            old is not None
+            and old[0] == note.prose
+            and not (removed and any(h[0] in removed for h in old[1]))
+            and not (probe and probe.may_hold(fold(note.prose)))
+        ):
+            out[note.path] = old[1]
+            continue
+        names = names or _Names.of(index)
+        out[note.path] = tuple(_scan(note.prose, names))
     return out
 
 
@@ -390,10 +446,14 @@ def linked_targets(records: Iterable[Any]) -> dict[str, set[str]]:
 
 
 def vault_mentions(
-    paths: Sequence[str], metas: Mapping[str, Any], proses: Mapping[str, str], records: Iterable[Any]
-) -> list[Mention]:
+    paths: Sequence[str],
+    metas: Mapping[str, Any],
+    proses: Mapping[str, str],
+    records: Iterable[Any],
+    earlier: Earlier | None = None,
+) -> Found:
     """The vault's mentions from what a convert holds: each note's ``Meta`` (title, aliases) and prose, and
-    the resolved links (``LinkRecord``)."""
+    the resolved links (``LinkRecord``); ``earlier`` what the last convert found, to reuse where it holds."""
     linked = linked_targets(records)
     notes = [
         NoteNames(
@@ -404,7 +464,7 @@ def vault_mentions(
         )
         for p in paths
     ]
-    return find_mentions(notes)
+    return find_all(notes, earlier)
 
 
 def suggestion(mention: Mention, unique_stems: Mapping[str, int]) -> str:

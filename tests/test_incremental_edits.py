@@ -127,3 +127,23 @@ def test_random_edits_give_the_full_convert(tmp_path: Path, monkeypatch: pytest.
             assert (spy.scanned, spy.analysed) == (1, 0), kinds
         assert spy.scanned < len(list(vault.rglob("*.md"))), kinds  # never every note
         twin.check()  # a full convert: the same bundle, byte for byte
+
+
+def test_one_added_link_rewrites_few_docs(tmp_path: Path) -> None:
+    """Issue 39 item 9: one link added to a random-link vault rewrote nearly every doc, as Louvain regrouped the
+    communities written into each; a doc's ``graph`` key now holds only what the note's own neighbourhood (or
+    its PageRank bucket) moves, and the community stays in okf.duckdb."""
+    rng = random.Random(39)
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    n = 120
+    for i in range(n):
+        links = " ".join(f"[[N{rng.randrange(n):03}]]" for _ in range(3))
+        (vault / f"N{i:03}.md").write_text(f"Note {i}: {links}\n", "utf-8")
+    twin = Twin(vault, tmp_path)
+    for _ in range(2):
+        note = vault / f"N{rng.randrange(n):03}.md"
+        note.write_text(note.read_text("utf-8") + f"And [[N{rng.randrange(n):03}]].\n", "utf-8")
+        result = convert(vault, twin.inc)
+        assert n - result.reused <= 10, f"{n - result.reused} of {n} docs rewritten"
+        twin.check()

@@ -286,7 +286,7 @@ class Run:
         doc_of.update({a.path: a.path for a in self.walk.attachments if a.path in used})
         self.doc_of, self.used = doc_of, used
         self.carried: list[str] = []
-        self.graph = {p: frontmatter(a, concept_id(doc_of[a.community])) for p, a in self.analytics.items()}
+        self.graph = {p: frontmatter(a) for p, a in self.analytics.items()}
         for path in self.paths:
             w = self.works[path]
             targets = tuple(doc_of.get(r.path) for r in w.resolutions if r.path)
@@ -448,7 +448,7 @@ class Run:
     def _analytics_row(self, a: NoteAnalytics) -> AnalyticsRow:
         return AnalyticsRow(
             id=concept_id(self.doc_of[a.path]), pagerank=a.pagerank, rank=a.rank, centrality=a.centrality,
-            community=self.graph[a.path]["community"], in_degree=a.in_degree, out_degree=a.out_degree, hub=a.hub,
+            community=concept_id(self.doc_of[a.community]), in_degree=a.in_degree, out_degree=a.out_degree, hub=a.hub,
             orphan=a.orphan,
         )  # fmt: skip
 

@@ -303,3 +303,38 @@ def test_cjk_names_are_found_inside_cjk_text() -> None:
         ("Places/東京タワー.md", "東京タワー", 1, 1),
         ("People/김철수.md", "김철수", 2, 1),
     }
+
+
+def test_earlier_hits_are_reused_only_where_they_still_hold(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 38 part 4: a note is read again only when its prose changed, a name it matched went away, or a new
+    name may occur in it; the mentions are always those found from scratch."""
+    read: list[str] = []
+    scan = m._scan
+    monkeypatch.setattr(m, "_scan", lambda text, names: read.append(text) or scan(text, names))
+    diary = _note("Diary.md", "Old Tom Bell went to Kanda Isle.\n")
+    trip = _note("Trip.md", "Nothing named here.\n")
+    last: dict[str, str] = {}  # the prose each note's hits were found in
+
+    def again(notes: list[NoteNames], before: m.Found | None = None) -> m.Found:
+        read.clear()
+        earlier = m.Earlier(before.keys, {p: (last[p], hits) for p, hits in before.hits.items()}) if before else None
+        found = m.find_all(notes, earlier)
+        seen[:] = read
+        assert found.mentions == find_mentions(notes) and found.hits == m.find_all(notes).hits
+        last.clear()
+        last.update({n.path: n.prose for n in notes})
+        return found
+
+    seen: list[str] = []
+    first = again([KANDA, BELL, diary, trip])
+    same = again([KANDA, BELL, diary, trip], first)
+    assert seen == []  # nothing changed: nothing read
+    isle = _note("Places/Kanda.md", "An island.\n", aliases=("Kanda Isle",))
+    second = again([isle, BELL, diary, trip], same)  # a new name: the note holding its first word is read
+    assert seen == [diary.prose] and {x.text for x in second.mentions} == {"Old Tom Bell", "Kanda Isle"}
+    tom = _note("People/Tom Bell.md", "x\n")
+    third = again([isle, tom, diary, trip], second)  # "Old Tom Bell" went: where it was found, read again
+    assert seen == [tom.prose, diary.prose] and {x.text for x in third.mentions} == {"Tom Bell", "Kanda Isle"}
+    edited = _note("Trip.md", "Now to Kanda.\n")
+    again([isle, tom, diary, edited], third)  # an edit: that note alone
+    assert seen == [edited.prose]

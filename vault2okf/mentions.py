@@ -264,7 +264,6 @@ class Found:
     mentions: list[Mention]
     keys: frozenset[tuple[str, ...]]
     hits: dict[str, tuple[Hit, ...]]
-    scanned: int  # notes read for names this time (the others' hits were reused)
 
 
 def find_mentions(notes: Sequence[NoteNames]) -> list[Mention]:
@@ -293,8 +292,7 @@ def find_all(notes: Sequence[NoteNames], earlier: Earlier | None = None) -> Foun
         note = by_path[path]
         named = [(target, line, text) for k, line, text in kept if (target := index[k]) and k not in common]
         out.extend(_mentions(note, named))
-    scanned = sum(1 for n in notes if earlier is None or earlier.notes.get(n.path, (None, ()))[1] is not hits[n.path])
-    return Found(out, keys, hits, scanned)
+    return Found(out, keys, hits)
 
 
 def _hits(

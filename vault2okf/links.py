@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from vault2okf.errors import Vault2OkfError
+from vault2okf.protocol import not_a_folder
 
 REPORT = "link-health"
 
@@ -26,6 +27,8 @@ def read_link_health(bundle: Path, *, as_json: bool = False) -> str:
 
 
 def _missing(bundle: Path) -> str:
+    if not_a_folder(bundle):
+        return str(not_a_folder(bundle))
     if not bundle.is_dir():
         return f"{bundle} does not exist: give a bundle written by `vault2okf convert VAULT -o BUNDLE`"
     if any(bundle.glob("*.md")) or (bundle / ".obsidian").is_dir():

@@ -36,6 +36,8 @@ def hit_lines(retrieval: Retrieval) -> list[str]:
 
 def render_sources(answer: Answer) -> list[str]:
     """What follows the streamed answer text: the "Sources" list, or why there is none."""
+    if answer.finish_reason == "length" and not answer.text:  # cut off: what was streamed is no answer
+        return ["", f"({answer.flag})"]
     if answer.not_found:
         return []
     if not answer.citations:

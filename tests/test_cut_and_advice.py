@@ -100,3 +100,16 @@ def test_a_file_given_as_the_bundle_is_not_told_to_convert_into_it(tmp_path: Pat
     for message in (str(retriever_error.value), str(db_error.value), _missing(file)):
         assert f"-o {file}" not in message, message  # convert refuses a file as its output
         assert "is a file, not a bundle" in message
+
+
+def test_a_vault_of_empty_notes_indexes_and_searches(tmp_path: Path) -> None:
+    from retriever.index import index_bundle
+    from retriever.retrieve import Retriever
+    from vault2okf.convert import convert
+
+    (tmp_path / "vault").mkdir()
+    (tmp_path / "vault" / "Blank.md").write_text("", "utf-8")  # no text: BM25 gets no term at all
+    convert(tmp_path / "vault", tmp_path / "bundle")
+    index_bundle(tmp_path / "bundle", embedder_name="minilm", progress=False)  # bm25s failed on the empty vocabulary
+    hits = Retriever.open(tmp_path / "bundle").search("who is here?").hits
+    assert [h.vault_path for h in hits] == ["Blank.md"]

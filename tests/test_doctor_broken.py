@@ -206,3 +206,17 @@ def test_a_library_rewritten_in_place_probes_again(
     lc._PASSED.clear()
     assert not lc.preflight(model).cached
     assert count.read_text().count("run") == 2
+
+
+@pytest.mark.parametrize(
+    ("kind", "said"), [("folder", "is a folder"), ("fifo", "not a regular file"), ("text", "not a GGUF")]
+)
+def test_ask_checks_the_model_file_before_anything_loads(tmp_path: Path, kind: str, said: str) -> None:
+    from retriever.answer.llama import resolve_model_path
+
+    text = tmp_path / "notes.gguf"
+    text.write_text("# not a model\n")
+    path = {"folder": tmp_path, "fifo": _fifo(tmp_path) if kind == "fifo" else text, "text": text}[kind]
+    with pytest.raises(AnswerError, match=said) as raised:
+        resolve_model_path(path)
+    assert "llama.cpp" not in str(raised.value)

@@ -173,9 +173,16 @@ def default_model_path() -> tuple[Path, str | None]:
 
 
 def resolve_model_path(model_path: str | Path | None) -> tuple[Path, str | None]:
+    """The model file and its notice; an AnswerError before anything loads when there is no such file, or it is
+    a folder, a FIFO or a file that is not GGUF (`llama_check.model_file_problem`: never blamed on llama.cpp)."""
+    from retriever.answer.llama_check import model_file_problem
+
     path, notice = (Path(model_path).expanduser(), None) if model_path else default_model_path()
-    if not path.is_file():
+    if not path.exists():
         raise AnswerError(f"GGUF model file not found: {path} — check --model or {ENV_MODEL}")
+    problem = model_file_problem(path)
+    if problem:
+        raise AnswerError(f"{problem} — check --model or {ENV_MODEL}")
     return path, notice
 
 

@@ -8,8 +8,9 @@ import re
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # C0 (newline and tab too: one line), DEL, C1
 # what markdown or HTML would read, each escaped with \ (CommonMark): always, and ``_`` unless inside a word
-# (``snake_case`` is never emphasis), ``&`` only where it starts an entity (``&lt;``)
-_SPECIAL = re.compile(r"[\\`*\[\]<|~]|(?<![^\W_])_|_(?![^\W_])|&(?=#?\w+;)")
+# (``snake_case`` is never emphasis), ``~`` unless between spaces (``a ~ b`` strikes nothing through), ``&`` only
+# where it starts an entity (``&lt;``)
+_SPECIAL = re.compile(r"[\\`*\[\]<|]|(?<![^\W_])_|_(?![^\W_])|(?<!\s)~|~(?!\s)|&(?=#?\w+;)")
 _TICKS = re.compile(r"`+")
 
 

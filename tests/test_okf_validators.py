@@ -167,3 +167,20 @@ def test_okf_read_prints_a_concept_as_written(bundle: Path) -> None:
         done = run("okf", "read", bundle, cid)
         assert done.returncode == 0, done.stdout + done.stderr
         assert done.stdout == (bundle / f"{cid}.md").read_text("utf-8"), cid
+
+
+@pytest.fixture(scope="session")
+def validators() -> Path:
+    """The validators' environment, or a skip saying why, before a session fixture is built for them."""
+    tool("basic-memory"), tool("okf")
+    return VALIDATORS
+
+
+def test_an_indexed_bundle_is_still_valid(validators: Path, coa_bundle: Path) -> None:
+    """The index's state under ``.vault2okf/`` (Chroma, the ONNX encoder, caches) breaks no OKF rule: basic-memory
+    walks every file, symlinks and special files included. The session's indexed bundle, shared with the serve
+    tests."""
+    done = run("basic-memory", "okf", "check", "--json", coa_bundle)
+    assert json.loads(done.stdout)["diagnostics"] == [] and done.returncode == 0, done.stdout + done.stderr
+    assert (coa_bundle / ".vault2okf" / "chroma").is_dir()
+    assert run("okf", "validate", coa_bundle).returncode == 0

@@ -24,7 +24,7 @@ from retriever.asker import Asker, AskResult
 from retriever.errors import RetrieverError, check_decodable
 from retriever.retrieve import Retrieval, SearchSpec, left_out_notice
 from vault2okf.cli.options import BUNDLE, CHROMA_URL, answer_options, open_retriever, search_options
-from vault2okf.cli.render import context_lines, hit_lines, notes, render_sources
+from vault2okf.cli.render import context_lines, hit_lines, notes, render_sources, terminal
 
 PROMPT = "> "
 HELP = "Enter a question, or /search QUESTION, /sources, /history, /help, /quit."
@@ -75,13 +75,13 @@ class ChatSession:
 
         def on_token(token: str) -> None:
             streamed.append(token)
-            self.out.write(token)
+            self.out.write(terminal(token))
             self.out.flush()
 
         result = self.asker.ask(question, on_token=on_token, on_retrieved=self._reading)
         self.last = result
         if not streamed:
-            self.out.write(result.answer.text)
+            self.out.write(terminal(result.answer.text))
         for line in render_sources(result.answer) or [""]:  # the quote each citation rests on, like ask's
             self._print(line)
         t, r = result.timings, result.retrieval
@@ -144,7 +144,7 @@ class ChatSession:
         return True
 
     def _error(self, exc: Exception) -> bool:
-        self.err.write(f"Error: {exc}\n")
+        self.err.write(terminal(f"Error: {exc}") + "\n")
         self.err.flush()
         return True
 
@@ -153,11 +153,11 @@ class ChatSession:
         return True
 
     def _print(self, text: str) -> None:
-        self.out.write(text + "\n")
+        self.out.write(terminal(text) + "\n")
         self.out.flush()
 
     def _note(self, text: str) -> None:
-        self.err.write(text + "\n")
+        self.err.write(terminal(text) + "\n")
         self.err.flush()
 
 

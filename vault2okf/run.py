@@ -470,6 +470,7 @@ class Run:
         attachment_folders = {posixpath.dirname(p) for p in used if p}
         for folder, text in b.folder_indexes(docs, vault.name, attachment_folders).items():
             files[posixpath.join(b.CONCEPTS, folder, "index.md")] = text
+        files["index.md"] = b.root_index(vault.name)
         types = dict(Counter(d.type for d in docs).most_common())
         data = report.to_json()
         files["SKILL.md"] = skill_text(vault.name, vault.name, types, data["totals"], folders=data["types"])

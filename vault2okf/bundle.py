@@ -37,7 +37,7 @@ MARKER = f"{STATE}/bundle.json"
 RESERVED = frozenset({"index.md", "log.md"})
 TOOL = "vault2okf"
 LAYOUT = frozenset(
-    {"SKILL.md", DATABASE, "link-health.md", "link-health.json", "link-health.html", CONCEPTS}
+    {"index.md", "SKILL.md", DATABASE, "link-health.md", "link-health.json", "link-health.html", CONCEPTS}
 )  # top level
 SHOWN = 10  # foreign files named in an error
 

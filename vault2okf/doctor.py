@@ -34,6 +34,7 @@ def run_checks(model: Path | None = None) -> list[Check]:
     """Every check, in the order they are printed; none raises."""
     checks = [python_check(), *package_checks()]
     checks += llama_checks(model)
+    checks.append(answerer_check(model))
     checks += [minilm_check(), bge_m3_check(), telemetry_check()]
     return checks
 
@@ -161,6 +162,21 @@ def decode_check(model: Path | None, fix: str) -> Check:
     if not result.ok:
         return Check("local model", FAIL, f"{result.message} ({path.name}, in a child process)", fix)
     return Check("local model", OK, f"{path.name}: {result.message} (in a child process)")
+
+
+def answerer_check(model: Path | None = None) -> Check:
+    """Which answerer `ask`, `chat`, `eval --answers` and `serve` use when --llm is left out, and why."""
+    from retriever.answer.contract import AnswerError
+    from retriever.answer.default import DOWNLOAD_HINT, default_answerer
+
+    try:
+        choice = default_answerer(str(model) if model else None)
+    except AnswerError as error:
+        return Check("answerer", FAIL, str(error))
+    if choice.model:
+        return Check("answerer", OK, f"default: --llm {choice.llm} with {Path(choice.model).name} ({choice.why})")
+    detail = f"default: --llm {choice.llm}, quotes and no model: no local model is configured"
+    return Check("answerer", WARN, detail, DOWNLOAD_HINT)
 
 
 def gpu_check(gpu_offload: bool) -> Check:

@@ -251,7 +251,10 @@ def render(chosen: Sequence[Quote]) -> str:
     return "\n".join(lines) if chosen else NOT_FOUND
 
 
-NO_AGENT = "--llm extract has no model to call the tools: use --llm llama or bedrock with --agent"
+NO_AGENT = (
+    "--llm extract has no model to call the tools: use --llm llama or bedrock with --agent (extract answers when "
+    "--llm is left out and no local model is configured; `vault2okf doctor` says which)"
+)
 
 
 @dataclass(frozen=True)

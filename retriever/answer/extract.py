@@ -251,6 +251,43 @@ def render(chosen: Sequence[Quote]) -> str:
     return "\n".join(lines) if chosen else NOT_FOUND
 
 
+QUOTED_PASSAGES = 8  # what `--llm llama` reads by default (`quoted_context`): this many passages at most
+
+
+def quoted_context(question: str, notes: Sequence[ContextNote], *, most: int = QUOTED_PASSAGES) -> list[ContextNote]:
+    """The context cut down to its quoted passages, for a model to read instead of whole notes: what `--llm
+    extract` would quote, then the best-scoring others sharing a question word, `most` in all. Each note keeps its
+    ID, title, path and facts (so a citation still names a note of the context), its text now its passages in the
+    note's order under their headings (`## Heading`); a note with none is left out."""
+    if not notes:
+        return []
+    candidates = [p for rank, note in enumerate(notes) for p in passages(note, rank)]
+    order = {id(p): i for i, p in enumerate(candidates)}
+    ranked = score(question, candidates)
+    first = [q.scored for q in quotes(asked(question, terms), ranked)]
+    picked: dict[int, Scored] = {}
+    for s in [*first, *(s for s in ranked if s.raw > 0)]:
+        if len(picked) == most:
+            break
+        picked.setdefault(id(s.passage), s)
+    chosen = sorted(picked.values(), key=lambda s: order[id(s.passage)])
+    by_note: dict[str, list[Passage]] = {}
+    for s in chosen:
+        by_note.setdefault(s.note_id, []).append(s.passage)
+    return [replace(n, text=_quoted_text(by_note[n.note_id])) for n in notes if n.note_id in by_note]
+
+
+def _quoted_text(chosen: Sequence[Passage]) -> str:
+    lines: list[str] = []
+    heading = ""
+    for p in chosen:
+        if p.heading and p.heading != heading:
+            lines.append(f"## {p.heading}")
+        heading = p.heading
+        lines.append(p.text)
+    return "\n".join(lines)
+
+
 NO_AGENT = (
     "--llm extract has no model to call the tools: use --llm llama or bedrock with --agent (extract answers when "
     "--llm is left out and no local model is configured; `vault2okf doctor` says which)"

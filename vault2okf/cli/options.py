@@ -123,7 +123,7 @@ def answer_options(command: Callable[..., None] | None = None, *, answer_tokens:
         return functools.partial(answer_options, answer_tokens=answer_tokens)
     from retriever.answer.backends import AnswerSpec, Backend
     from retriever.answer.bedrock import BedrockOptions
-    from retriever.answer.llama import LlamaOptions
+    from retriever.answer.llama import ContextMode, LlamaOptions
 
     llama, bedrock = LlamaOptions(), BedrockOptions()  # every default is the backend's own
     options: Sequence[Option] = (
@@ -144,6 +144,10 @@ def answer_options(command: Callable[..., None] | None = None, *, answer_tokens:
         ("answer_tokens", int, typer.Option(
             answer_tokens or llama.answer_tokens, "--answer-tokens", min=1, help="Most tokens in the answer.")),
         ("context_tokens", int | None, CONTEXT_TOKENS),
+        ("context", ContextMode, typer.Option(
+            llama.context, "--context",
+            help="llama: what the local model reads: quotes (the passages extract would quote and the next best, "
+            "under their note titles and headings: a few hundred tokens) or notes (the whole retrieved notes).")),
     )  # fmt: skip
 
     def spec(values: dict[str, Any]) -> AnswerSpec:

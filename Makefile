@@ -62,7 +62,7 @@ demo: install  ## convert a vault, index it, ask one question both ways (quotes,
 	$(VENV)/bin/vault2okf convert $(VAULT) -o $(OUT)/bundle
 	$(VENV)/bin/vault2okf index $(OUT)/bundle --embedder minilm --no-progress
 	$(VENV)/bin/vault2okf ask $(OUT)/bundle "$(QUESTION)" --llm extract
-	$(VENV)/bin/vault2okf ask $(OUT)/bundle "$(QUESTION)" --answer-tokens 160
+	$(VENV)/bin/vault2okf ask $(OUT)/bundle "$(QUESTION)" --llm llama --answer-tokens 160
 	$(VENV)/bin/vault2okf eval $(OUT)/bundle --golden $(GOLDEN) --out $(OUT)/reports
 
 test: install

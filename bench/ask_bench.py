@@ -1,17 +1,18 @@
 """Benchmark questions as a user meets them: cold commands, a warm session, no-change index, exact vs HNSW top-k.
 
     python bench/ask_bench.py [--thellade out/fast/thellade] [--runs 3] [--out reports/bench-ask.txt]
-                              [--only search|ask|chat|cold|baseline|prompt|build|warm|index|topk]
+                              [--only search|ask|chat|cold|baseline|prompt|build|warm|index|topk|context]
 
 By default it prints issue 24's figures, each next to its floor and target from the same run: a cold ``search
 --json`` on thellade next to ``python -c "import onnxruntime, tokenizers, numpy"``; a cold ``ask --answer-tokens
 64`` on a terminal (sources on screen, first answer token, done) next to a plain llama-cpp-python call streaming
 the same prompt in a fresh process; ``chat``'s session from a question to its sources line, p50/p95. The older
 parts (``--only cold`` ...: the torch-era floor, the answerer's prompt tokens/s, build, index, exact top-k) run
-when named. Bundles must be
-indexed with MiniLM (``vault2okf index BUNDLE --embedder minilm``; the bench builds the ~200-note one from
-``nova-regna`` when it is missing). Wall times are medians of ``--runs`` fresh processes; the load average is
-printed before and after each part, because on a shared machine it moves every number.
+when named; ``--only context`` compares what ``--llm llama`` reads, the quotes (default) or the whole notes
+(``--context notes``): prompt tokens and time to the first answer token, each beside a plain call's floor.
+Bundles must be indexed with MiniLM (``vault2okf index BUNDLE --embedder minilm``; the bench builds the
+~200-note one from ``nova-regna`` when it is missing). Wall times are medians of ``--runs`` fresh processes; the
+load average is printed before and after each part, because on a shared machine it moves every number.
 """
 
 from __future__ import annotations
@@ -172,7 +173,7 @@ def prompt_speed(bundle: Path, rounds: int) -> None:
     notes = context_notes(retriever.search(ASK_Q, DEFAULT_SPEC))  # what `ask` retrieves
     answerer: Any = AnswerSpec.of(answer_tokens=1).answerer()  # `ask`'s answerer, one token per answer
     answerer.answer(ASK_Q, notes)  # loads the model, sizes its context
-    prompt = answerer.prompt(ASK_Q, notes)
+    prompt = answerer.prompt(ASK_Q, answerer.read(ASK_Q, notes))  # what it reads: the quotes (--context quotes)
     plain = llama_cpp.Llama(model_path=str(answerer.model_path), n_ctx=answerer.context_size, verbose=False)
     ours_tps, plain_tps = [], []
     for _ in range(rounds):
@@ -456,10 +457,10 @@ def cold_ask(bundle: Path, runs: int) -> None:
     first = answerer.answer(ASK_Q, notes)  # loads the model: the exact prompt `ask` builds, and its size
     prompt_file = ROOT / "out" / "bench-ask-prompt.txt"
     prompt_file.parent.mkdir(exist_ok=True)
-    prompt_file.write_text(answerer.prompt(ASK_Q, notes), "utf-8")
+    prompt_file.write_text(answerer.prompt(ASK_Q, answerer.read(ASK_Q, notes)), "utf-8")
     n_ctx = str(answerer.context_size)
     del answerer
-    ask_cmd = [*CLI, "ask", str(bundle), ASK_Q, "--answer-tokens", "64"]
+    ask_cmd = [*CLI, "ask", str(bundle), ASK_Q, "--llm", "llama", "--answer-tokens", "64"]
     plain_cmd = [sys.executable, "-c", PLAIN_CHILD, str(prompt_file), n_ctx]
     ours: dict[str, list[float]] = {"sources": [], "first": [], "done": []}
     plain: dict[str, list[float]] = {"first": [], "done": []}
@@ -478,6 +479,64 @@ def cold_ask(bundle: Path, runs: int) -> None:
     say(f"cold   ask: done {med['done']:.2f} s (target <= 10 s: {verdict(med['done'], 10)})   "
         f"plain call: done {base['done']:.2f} s")  # fmt: skip
     say(f"       — {load()}")
+
+
+def context_modes(bundle: Path, golden: Path, count: int) -> None:
+    """`--llm llama` reading the quotes (the default) against the whole notes (`--context notes`): prompt tokens
+    and time to the first answer token on the first `count` golden questions, one warm 270M, the modes
+    alternating per question with the KV cache cleared before each answer; the floor beside each is a plain
+    llama-cpp-python call on the same prompt to its first token, in the same process."""
+    import llama_cpp
+
+    from retriever.answer.llama import ContextMode, LlamaOptions
+    from retriever.answer.prompt import context_notes
+    from retriever.retrieve import DEFAULT_SPEC, Retriever
+
+    questions = [json.loads(line)["question"] for line in golden.read_text("utf-8").splitlines() if line.strip()]
+    questions = questions[:count]
+    say(f"## --llm llama: quotes (default) vs --context notes, 270M, {len(questions)} golden questions of "
+        f"{bundle.name}, alternating, medians — {load()}")  # fmt: skip
+    retriever = Retriever.open(bundle)
+    retriever.prepare(DEFAULT_SPEC)
+    answerers: dict[Any, Any] = {m: LlamaOptions(answer_tokens=16, context=m).answerer() for m in ContextMode}
+    plain: Any = None
+    got: dict[Any, dict[str, list[float]]] = {m: {"tokens": [], "first": [], "floor": []} for m in ContextMode}
+    for question in questions:
+        notes = context_notes(retriever.search(question, DEFAULT_SPEC))
+        for mode, answerer in answerers.items():
+            if answerer._llm is not None:
+                answerer._llm.reset()
+            clock = _FirstToken()
+            answer = answerer.answer(question, notes, on_token=clock.token)
+            got[mode]["tokens"].append(answer.prompt_tokens)
+            got[mode]["first"].append(clock.seconds())
+            prompt = answerer.prompt(question, answerer.read(question, notes))
+            if plain is None or plain.n_ctx() < answerer.context_size:
+                plain = llama_cpp.Llama(model_path=str(answerer.model_path), n_ctx=answerer.n_ctx, verbose=False)
+            plain.reset()
+            start = time.perf_counter()
+            next(iter(plain.create_completion(prompt, max_tokens=1, temperature=0.0, stream=True)))
+            got[mode]["floor"].append(time.perf_counter() - start)
+    for mode, values in got.items():
+        med = {key: statistics.median(v) for key, v in values.items()}
+        say(f"{mode:7s} prompt {med['tokens']:6.0f} tokens (range {min(values['tokens']):.0f}-"
+            f"{max(values['tokens']):.0f}); first answer token {med['first']:.2f} s; floor (a plain call on the "
+            f"same prompt, first token) {med['floor']:.2f} s")  # fmt: skip
+    say(f"       — {load()}")
+
+
+class _FirstToken:
+    """When the first piece of answer text came, from the clock's making."""
+
+    def __init__(self) -> None:
+        self.start, self.at = time.perf_counter(), 0.0
+
+    def token(self, piece: str) -> None:
+        if not self.at and piece:
+            self.at = time.perf_counter()
+
+    def seconds(self) -> float:
+        return (self.at or time.perf_counter()) - self.start
 
 
 def default_threads_now() -> int:
@@ -537,6 +596,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=2, help="prompt-speed rounds (each: the answerer, then plain)")
     parser.add_argument("--out", type=Path, default=ROOT / "reports" / "bench-ask.txt")
+    parser.add_argument("--questions", type=int, default=10, help="golden questions the context part asks")
     parser.add_argument("--skip", action="append", default=[], help="search, ask, chat (the issue 24 figures)")
     parser.add_argument(
         "--only",
@@ -553,7 +613,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    names = ("search", "ask", "chat", "cold", "baseline", "prompt", "build", "warm", "index", "topk")
+    names = ("search", "ask", "chat", "cold", "baseline", "prompt", "build", "warm", "index", "topk", "context")
     default = ("search", "ask", "chat")
     chosen = [n for n in names if (n in args.only if args.only else n in default and n not in args.skip)]
     if set(chosen) & {"cold", "baseline", "prompt", "index"}:  # the parts that read the second bundle
@@ -573,6 +633,7 @@ def main() -> None:
         "warm": lambda: warm(args.thellade, args.golden),
         "index": lambda: no_change([args.bundle, args.thellade], args.runs),
         "topk": lambda: exact_vs_hnsw(args.thellade, args.golden),
+        "context": lambda: context_modes(args.thellade, args.golden, args.questions),
     }
     for name, part in parts.items():
         if name in chosen:

@@ -330,7 +330,35 @@ def _grounding_table(answers: Mapping[str, Mapping[str, Any]]) -> str:
         "*leaked template* counts answers holding any of the prompt's own structure (turn markers, note tags, "
         "`Question:` lines)."
     )
-    return f"\n\n### Grounding\n\n{intro}\n\n" + _table(header, rows)
+    return f"\n\n### Grounding\n\n{intro}\n\n" + _table(header, rows) + _support_table(answers)
+
+
+def _support_table(answers: Mapping[str, Mapping[str, Any]]) -> str:
+    """Per tier, how the quotes' support marks (strong or weak, `--llm extract`) meet the gold notes; absent when no
+    answer carries marks."""
+    rows = []
+    for method, summary in answers.items():
+        if not summary.get("all", {}).get("marked"):
+            continue
+        for tier, r in [*summary["tiers"].items(), ("**all**", summary["all"])]:
+            answerable = r["n"] - r["unanswerable"]
+            wrong = f"{r['answered_strong']} of {r['unanswerable']}"
+            rows.append([method, tier, str(answerable), _share(r["strong_gold"], answerable),
+                         _share(r["marked_gold"], answerable), wrong])  # fmt: skip
+    if not rows:
+        return ""
+    header = ["Method", "Tier", "answerable", "a strong quote cites a gold note", "a strong or weak quote cites a "
+              "gold note", "unanswerable answered strong"]  # fmt: skip
+    intro = (
+        "Answers whose quotes are marked strong (the passage covers the question and holds what it asks for) or "
+        "weak. Of the answerable questions, those a strong quote answers from a gold note, and those any quote "
+        "does; of the unanswerable ones, those answered with strong support (the error that matters)."
+    )
+    return f"\n\n### Support\n\n{intro}\n\n" + _table(header, rows)
+
+
+def _share(count: int, total: int) -> str:
+    return f"{count} of {total}" + (f" ({count / total:.0%})" if total else "")
 
 
 def _answer_cells(rates: Mapping[str, Any]) -> list[str]:

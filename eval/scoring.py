@@ -6,7 +6,10 @@ names, so restating the subject is not a false positive. An honest "not found" (
 uses too, ``retriever.answer.refusal``, read from ``Answer.not_found`` when the answer is a structured one) is
 counted apart from a confident wrong answer. A structured answer is also checked for grounding: whether it
 cites at least one note of its context (`cited`), whether it cites a gold note (`cites_gold`; a gold path is
-a note ID plus `.md`), and whether any of the prompt's own structure leaked into it (`leaked`).
+a note ID plus `.md`), and whether any of the prompt's own structure leaked into it (`leaked`). An answer whose
+quotes are marked strong or weak (`--llm extract`) is also scored on its marks: an answerable question whose
+strong quotes cite a gold note (`strong_gold`), whose strong or weak ones do (`marked_gold`), and an unanswerable
+question answered with strong support (`support == "strong"`).
 """
 
 from __future__ import annotations
@@ -40,6 +43,9 @@ class AnswerScore:
     leaked: bool = False  # prompt structure (turn markers, note tags, "Question:" lines) in the answer
     answer: str = ""  # the answer text scored, and its citations as `note_id#heading` (structured answers)
     citations: tuple[str, ...] = ()
+    support: str = ""  # the answer's support mark (extract): strong, weak or none; "" for an answer with no marks
+    strong_gold: bool | None = None  # a strong quote cites a gold note (answerable questions, marked answers)
+    marked_gold: bool | None = None  # a strong or a weak quote cites a gold note (the same)
 
 
 @lru_cache(maxsize=4096)
@@ -79,6 +85,7 @@ def score_answer(
     entity_recall = mean(float(mentions(answer_text, e)) for e in gold) if gold else None
     not_found = is_not_found(answer) if isinstance(answer, str) else answer.not_found
     cited = cites_gold = None
+    marks = _marks(answer, question) if isinstance(answer, Answer) else {}
     if isinstance(answer, Answer) and not not_found:
         context_ids = {n.note_id for n in context}
         cited_ids = {c.note_id for c in answer.citations if c.note_id in context_ids}
@@ -97,7 +104,20 @@ def score_answer(
         leaked=leaks_template(answer_text),
         answer=answer_text,
         citations=() if isinstance(answer, str) else tuple(c.ref for c in answer.citations),
+        **marks,
     )
+
+
+def _marks(answer: Answer, question: Question) -> dict[str, Any]:
+    """The support fields of a marked answer (extract's quotes, each strong or weak); none for another answer."""
+    if not answer.support:
+        return {}
+    if not question.answerable:
+        return {"support": answer.support}
+    gold = {path.removesuffix(".md") for path in question.gold}
+    strong = {c.note_id for c in answer.citations if c.support == "strong"}
+    marked = {c.note_id for c in answer.citations if c.support in ("strong", "weak")}
+    return {"support": answer.support, "strong_gold": bool(strong & gold), "marked_gold": bool(marked & gold)}
 
 
 def _precision(answer_text: str, question: Question, known_entities: set[str]) -> float | None:
@@ -138,4 +158,10 @@ def _rates(questions: Sequence[Question], scores: Mapping[str, AnswerScore]) -> 
         "cited": mean(float(s.cited) for s in rows if s.cited is not None),
         "cites_gold": mean(float(s.cites_gold) for s in rows if s.cites_gold is not None),
         "leaked": sum(s.leaked for s in rows),
+        # support marks (extract): answerable questions a strong quote answers from a gold note, those a strong or
+        # weak one does, and unanswerable questions answered with strong support (the error that matters)
+        "marked": sum(bool(s.support) for s in rows),
+        "strong_gold": sum(bool(s.strong_gold) for s in answerable),
+        "marked_gold": sum(bool(s.marked_gold) for s in answerable),
+        "answered_strong": sum(s.support == "strong" for s in refusals),
     }

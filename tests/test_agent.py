@@ -230,7 +230,8 @@ def test_ask_agent_json_with_the_270m_gemma_on_a_shared_vault(tmp_path: Path) ->
     question = "Who commands the Ashfall PMC?"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     out = subprocess.run(
-        [VAULT2OKF, "ask", str(bundle), question, "--agent", "--json", "--steps", "2", "--answer-tokens", "64"],
+        [VAULT2OKF, "ask", str(bundle), question, "--llm", "llama", "--agent", "--json", "--steps", "2",
+         "--answer-tokens", "64"],
         capture_output=True, text=True, env=env,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr[-3000:]

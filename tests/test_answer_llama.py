@@ -19,6 +19,7 @@ from retriever.answer.llama import (
     ENV_THREADS,
     REPLY_CUE,
     TINY_MODEL_NOTICE,
+    ContextMode,
     LlamaAnswerer,
     completion_prompt,
     default_threads,
@@ -130,7 +131,11 @@ def test_loaded_once_with_a_context_sized_to_the_prompt(answerer, answers):
     assert answerer.context_size < answerer.n_ctx  # a ~600-token prompt does not get 2048 tokens
     assert answerer.context_size >= max(a.prompt_tokens for a in answers.values()) + MAX_TOKENS
     big = [ContextNote("Big", "Big", "concepts/Big.md", "word " * 1200, "vector", 0.1)]
-    answerer.answer("What is the word?", [*NOTES, big[0]])
+    answerer.context = ContextMode.NOTES  # the whole notes: the big one's 600 tokens (quotes would read less)
+    try:
+        answerer.answer("What is the word?", [*NOTES, big[0]])
+    finally:
+        answerer.context = ContextMode.QUOTES
     assert answerer.loads == 2 and answerer.context_size <= answerer.n_ctx  # grown, not past n_ctx
     answerer.answer(QUESTIONS[0], NOTES)
     assert answerer.loads == 2  # a smaller prompt reuses the bigger context
@@ -146,6 +151,21 @@ def test_a_second_question_reuses_the_fixed_prompt_prefix(answerer):
     assert shown is not None and shown.tokens == second.prompt_tokens
     fixed = len(answerer._llm.tokenize(SYSTEM_PROMPT.encode(), add_bos=True, special=True))
     assert shown.reused >= fixed - 2 and 0 < shown.evaluated < shown.tokens
+
+
+def test_it_reads_the_quoted_passages_and_cites_notes_of_the_context(answerer):
+    """`--llm llama` reads the quotes by default (a few hundred tokens), `--context notes` the whole notes; either
+    way its citations name notes of the context."""
+    quoted = answerer.answer(QUESTIONS[1], NOTES)
+    answerer.context = ContextMode.NOTES
+    try:
+        whole = answerer.answer(QUESTIONS[1], NOTES)
+    finally:
+        answerer.context = ContextMode.QUOTES
+    assert quoted.prompt_tokens < whole.prompt_tokens, (quoted.prompt_tokens, whole.prompt_tokens)
+    read = {n.note_id for n in answerer.read(QUESTIONS[1], NOTES)}
+    assert {c.note_id for c in quoted.citations} <= read <= {n.note_id for n in NOTES}
+    assert quoted.finish_reason in {"stop", "length"} and whole.finish_reason in {"stop", "length"}
 
 
 def test_quiet_unless_verbose(capfd, monkeypatch):
@@ -221,7 +241,7 @@ def test_gemma_turns_for_chat_models(answerer):
 
 
 def test_a_prompt_over_the_context_is_an_answer_error(answerer):
-    fat = [ContextNote(f"f{i}", f"Fat {i}", f"concepts/Fat {i}.md", "word " * 5000, "vector", 0.1) for i in range(5)]
+    fat = [ContextNote(f"f{i}", f"Fat {i}", f"concepts/Fat {i}.md", "map " * 5000, "vector", 0.1) for i in range(5)]
     with pytest.raises(AnswerError, match="context of 2048"):
         answerer.answer(QUESTIONS[0], fat)
 

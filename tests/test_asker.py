@@ -53,7 +53,7 @@ def prompts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def test_ask_and_chat_give_the_model_the_same_prompt(bundle: Path, prompts: list[str]) -> None:
-    asked = CliRunner().invoke(app, ["ask", str(bundle), QUESTION, "--json", "--k", "3"])
+    asked = CliRunner().invoke(app, ["ask", str(bundle), QUESTION, "--llm", "llama", "--json", "--k", "3"])
     assert asked.exit_code == 0, asked.output
     spec = _cli_default(k=3)
     retriever = Retriever.open(bundle)
@@ -74,7 +74,7 @@ def test_chat_says_when_the_budget_leaves_notes_out_as_ask_does(bundle: Path, pr
     session = ChatSession(Asker(retriever, tight, answerer=LlamaAnswerer()), out=out, err=err)
     assert session.handle(QUESTION) and session.handle(f"/search {QUESTION}")
     assert err.getvalue().count("retrieved notes do not fit the context budget (--max-notes 1") == 2
-    asked = CliRunner().invoke(app, ["ask", str(bundle), QUESTION, "--k", "3", "--max-notes", "1"])
+    asked = CliRunner().invoke(app, ["ask", str(bundle), QUESTION, "--llm", "llama", "--k", "3", "--max-notes", "1"])
     assert "retrieved notes do not fit the context budget (--max-notes 1, --max-tokens 6000)" in asked.output
 
 

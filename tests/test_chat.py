@@ -21,7 +21,7 @@ NOTES = {
     "Sessions/Session 1.md": "We reached [[Greywater]] and bought rope from a fisherman.",
 }
 CLI = [sys.executable, "-c", "from vault2okf.cli import app; app()"]
-OPTIONS = ["--answer-tokens", "8", "--k", "2", "--max-notes", "3", "--n-ctx", "2048"]
+OPTIONS = ["--llm", "llama", "--answer-tokens", "8", "--k", "2", "--max-notes", "3", "--n-ctx", "2048"]
 
 
 @pytest.fixture(scope="module")

@@ -78,9 +78,8 @@ def test_index_search_ask_eval(bundle: Path, tmp_path: Path) -> None:
     assert capped.exit_code == 0 and "0 notes, 0 tokens" in capped.stdout
     assert "note: no retrieved note fits the context budget (--max-notes 15, --max-tokens 1)" in capped.stderr
 
-    answer = json.loads(
-        run("ask", bundle, "Who is Raiden?", "--k", "3", "--max-notes", "4", "--answer-tokens", "32", "--json")
-    )
+    options = ("--llm", "llama", "--k", "3", "--max-notes", "4", "--answer-tokens", "32", "--json")
+    answer = json.loads(run("ask", bundle, "Who is Raiden?", *options))
     assert set(answer) >= {
         "question",
         "answer",

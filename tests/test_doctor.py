@@ -110,7 +110,7 @@ def test_ask_with_a_crashing_llama_cpp_is_one_error_line(tmp_path: Path) -> None
 
     bundle = indexed_bundle(tmp_path, {"People/Mira.md": "Mira is a smuggler at the docks.", "Tam.md": "Tam."})
     env = {lc.PROBE_ENV: f"{sys.executable} {STANDINS / 'crash_probe.py'}", lc.CACHE_ENV: str(tmp_path / "cache")}
-    done = _run("ask", str(bundle), "Who is Mira?", "--answer-tokens", "16", env=env)
+    done = _run("ask", str(bundle), "Who is Mira?", "--llm", "llama", "--answer-tokens", "16", env=env)
     assert done.returncode == 1, done.stdout + done.stderr
     errors = [line for line in done.stderr.splitlines() if line.startswith("Error")]
     assert len(errors) == 1 and errors[0].startswith("Error: llama.cpp crashed with SIGSEGV"), done.stderr

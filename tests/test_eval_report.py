@@ -142,3 +142,43 @@ def test_markdown_says_when_a_win_is_not_significant_and_marks_the_default():
     # synthesis: q2 1 against 2/3, q3 1/2 against 0: +0.417 on two questions
     assert "- synthesis: mean recall gain +0.417" in md and "**not significant**" in md
     assert "**graph@5+hop** (default)" in md.split("## Recall by tier")[1].split("\n")[2]
+
+
+def test_support_marks_are_counted_per_tier_from_real_extract_answers():
+    """`--llm extract`'s marks in the report: a strong quote citing gold, any quote citing gold, and an
+    unanswerable question answered strong, per tier and for all."""
+    from retriever.answer.contract import ContextNote
+    from retriever.answer.extract import ExtractAnswerer
+
+    def note(note_id: str, text: str) -> ContextNote:
+        return ContextNote(note_id, note_id, f"concepts/{note_id}.md", text, "vector", 1.0)
+
+    notes = [note("A", "The harbour ledger is kept by Mira. She signed it in Greywater."),
+             note("B", "The harbour bell rings at dawn."),
+             note("C", "The lighthouse is kept by old Tam.")]  # fmt: skip
+    asked = {
+        "q1": "Who keeps the harbour ledger?",  # strong: names Mira, beside the words asked
+        "q2": "What colour is the harbour bell?",  # weak: B (gold) covers it, but names no colour
+        "q3": "Which bell rings at dawn?",  # from B: not gold (D, E)
+        "q4": "Who keeps the lighthouse?",
+    }  # unanswerable by the set, answered strong from C
+    extract = ExtractAnswerer()
+    by_id = {x.id: x for x in QUESTIONS}
+    scored = {qid: score_answer(extract.answer(text, notes), by_id[qid], known_entities=set(), context=notes)
+              for qid, text in asked.items()}  # fmt: skip
+    assert [scored[k].support for k in ("q1", "q2", "q4")] == ["strong", "weak", "strong"]
+    assert (scored["q1"].strong_gold, scored["q1"].marked_gold) == (True, True)
+    assert (scored["q2"].strong_gold, scored["q2"].marked_gold) == (False, True)
+    assert (scored["q3"].strong_gold, scored["q3"].marked_gold) == (False, False)
+    assert scored["q4"].strong_gold is None
+    data = report(answers={"extract": scored}).to_json()["answers"]["extract"]
+    assert {k: data["all"][k] for k in ("marked", "strong_gold", "marked_gold", "answered_strong")} == {
+        "marked": 4, "strong_gold": 1, "marked_gold": 2, "answered_strong": 1}  # fmt: skip
+    md = report(answers={"extract": scored}).to_markdown()
+    assert "### Support" in md
+    assert "| extract | lookup | 1 | 1 of 1 (100%) | 1 of 1 (100%) | 0 of 0 |" in md
+    assert "| extract | synthesis | 2 | 0 of 2 (0%) | 1 of 2 (50%) | 0 of 0 |" in md
+    assert "| extract | unanswerable | 0 | 0 of 0 | 0 of 0 | 1 of 1 |" in md
+    assert "| extract | **all** | 3 | 1 of 3 (33%) | 2 of 3 (67%) | 1 of 1 |" in md
+    plain = report(answers=answers()).to_markdown()
+    assert "### Support" not in plain  # answers with no marks: no table

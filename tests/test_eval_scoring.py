@@ -164,7 +164,8 @@ def test_summarise_answers_per_tier():
     assert (result["all"]["refused"], result["all"]["unanswerable"]) == (1, 2)
 
 
-NO_GROUNDING = {"refused": 0, "cited": None, "cites_gold": None, "leaked": 0}  # plain-text answers
+NO_GROUNDING = {"refused": 0, "cited": None, "cites_gold": None, "leaked": 0,  # plain-text answers
+                "marked": 0, "strong_gold": 0, "marked_gold": 0, "answered_strong": 0}  # fmt: skip
 
 
 def structured(text, notes, *citations, flag=False):

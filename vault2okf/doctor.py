@@ -35,6 +35,7 @@ def run_checks(model: Path | None = None) -> list[Check]:
     the model, Chroma and its SQLite) runs in a child process: a broken install is a ✗ line, not our crash."""
     checks = [python_check(), *package_checks()]
     checks += llama_checks(model)
+    checks.append(answerer_check(model))
     checks += [minilm_check(), bge_m3_check(), telemetry_check()]
     return checks
 
@@ -196,6 +197,21 @@ def decode_check(file: Check, fix: str) -> Check:
     }
     detail = f"{result.message} ({path.name}, in a child process; at fault: {whose[result.fault]})"
     return Check("local model", FAIL, detail, fixes[result.fault])
+
+
+def answerer_check(model: Path | None = None) -> Check:
+    """Which answerer `ask`, `chat`, `eval --answers` and `serve` use when --llm is left out, and why."""
+    from retriever.answer.contract import AnswerError
+    from retriever.answer.default import DOWNLOAD_HINT, default_answerer
+
+    try:
+        choice = default_answerer(str(model) if model else None)
+    except AnswerError as error:
+        return Check("answerer", FAIL, str(error))
+    if choice.model:
+        return Check("answerer", OK, f"default: --llm {choice.llm} with {Path(choice.model).name} ({choice.why})")
+    detail = f"default: --llm {choice.llm}, quotes and no model: no local model is configured"
+    return Check("answerer", WARN, detail, DOWNLOAD_HINT)
 
 
 def gpu_check(gpu_offload: bool) -> Check:

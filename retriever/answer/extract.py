@@ -22,7 +22,7 @@ It is the one not-found reply (`refusal.not_found`) only when no passage of the 
 with the question; a `threshold` above 0 (raw BM25 of the best passage, `Support`) also refuses below it, and
 `typed` quotes only passages naming a number for a quantity question: both off by default, as
 `scripts/select_extract.py` once chose them on (`reports/extract-threshold.md`). `per_note`, `rank_weight`,
-`DEPTH` and `support.COVERAGE` were chosen leaving one vault out by `scripts/select_support.py`
+`DEPTH` and `support.Rules` were chosen leaving one vault out by `scripts/select_support.py`
 (`reports/extract-support.md`).
 """
 
@@ -42,7 +42,19 @@ from retriever.answer.contract import Driver, OnToken
 from retriever.answer.passages import Passage, passages, terms
 from retriever.answer.records import Answer, AnswerError, Citation, ContextNote
 from retriever.answer.refusal import NOT_FOUND, not_found
-from retriever.answer.support import Asked, Candidate, Mark, asked, mark, overall, proper_words, shares, variant
+from retriever.answer.support import (
+    RULES,
+    Asked,
+    Candidate,
+    Mark,
+    Rules,
+    asked,
+    mark,
+    overall,
+    proper_words,
+    shares,
+    variant,
+)
 
 MODEL = "extract"
 SUPPORT = "raw"  # what a threshold is compared with (`Support`)
@@ -193,14 +205,24 @@ class Quote:
         return replace(c, support=str(self.mark.support), reason=self.mark.reason)
 
 
-def candidate(passage: Passage, proper: frozenset[str] = frozenset()) -> Candidate:
+def candidate(
+    passage: Passage, proper: frozenset[str] = frozenset(), section: frozenset[str] = frozenset()
+) -> Candidate:
     """What `support.mark` reads of a passage: its words, those of its note's title, aliases and heading (and
-    table header), its note's session, and the context's names."""
+    table header), its note's session, the context's names, and the words of its section."""
     note = passage.note
     aliases = frozenset(t for alias in note.aliases for t in terms(alias))
     session = note.session_label or note.session_date or (
         f"session {note.session_number}" if note.session_number is not None else "")  # fmt: skip
-    return Candidate(passage.text, frozenset(passage.terms), passage.context | aliases, session, proper)
+    return Candidate(passage.text, frozenset(passage.terms), passage.context | aliases, session, proper, section)
+
+
+def sections(ranked: Sequence[Scored]) -> dict[tuple[str, str], frozenset[str]]:
+    """(note, heading) -> the terms of every passage of that section of the context."""
+    found: dict[tuple[str, str], set[str]] = {}
+    for s in ranked:
+        found.setdefault((s.note_id, s.passage.heading), set()).update(s.passage.terms)
+    return {key: frozenset(words) for key, words in found.items()}
 
 
 def quotes(
@@ -209,18 +231,19 @@ def quotes(
     *,
     depth: int = DEPTH,
     per_note: bool = PER_NOTE,
-    coverage: float | None = None,
+    rules: Rules = RULES,
 ) -> list[Quote]:
     """The quotes of the answer (module docstring): the strong passages among the first `depth` that share a
     content word with the question, then the weak ones within `RATIO` of the best; [] when none shares one."""
-    proper = proper_words(s.passage.text for s in ranked)
+    proper = proper_words((s.passage.text for s in ranked), openers=rules.openers)
+    section = sections(ranked) if rules.section else {}
     pool: list[Quote] = []
     for s in ranked:
         if len(pool) == depth:
             break
-        c = candidate(s.passage, proper)
+        c = candidate(s.passage, proper, section.get((s.note_id, s.passage.heading), frozenset()))
         if shares(ask, c):
-            pool.append(Quote(s, mark(ask, c) if coverage is None else mark(ask, c, coverage=coverage)))
+            pool.append(Quote(s, mark(ask, c, rules)))
     if not pool:
         return []
     best = pool[0].scored.score
@@ -251,7 +274,47 @@ def render(chosen: Sequence[Quote]) -> str:
     return "\n".join(lines) if chosen else NOT_FOUND
 
 
-NO_AGENT = "--llm extract has no model to call the tools: use --llm llama or bedrock with --agent"
+QUOTED_PASSAGES = 8  # what `--llm llama` reads by default (`quoted_context`): this many passages at most
+
+
+def quoted_context(question: str, notes: Sequence[ContextNote], *, most: int = QUOTED_PASSAGES) -> list[ContextNote]:
+    """The context cut down to its quoted passages, for a model to read instead of whole notes: what `--llm
+    extract` would quote, then the best-scoring others sharing a question word, `most` in all. Each note keeps its
+    ID, title, path and facts (so a citation still names a note of the context), its text now its passages in the
+    note's order under their headings (`## Heading`); a note with none is left out."""
+    if not notes:
+        return []
+    candidates = [p for rank, note in enumerate(notes) for p in passages(note, rank)]
+    order = {id(p): i for i, p in enumerate(candidates)}
+    ranked = score(question, candidates)
+    first = [q.scored for q in quotes(asked(question, terms), ranked)]
+    picked: dict[int, Scored] = {}
+    for s in [*first, *(s for s in ranked if s.raw > 0)]:
+        if len(picked) == most:
+            break
+        picked.setdefault(id(s.passage), s)
+    chosen = sorted(picked.values(), key=lambda s: order[id(s.passage)])
+    by_note: dict[str, list[Passage]] = {}
+    for s in chosen:
+        by_note.setdefault(s.note_id, []).append(s.passage)
+    return [replace(n, text=_quoted_text(by_note[n.note_id])) for n in notes if n.note_id in by_note]
+
+
+def _quoted_text(chosen: Sequence[Passage]) -> str:
+    lines: list[str] = []
+    heading = ""
+    for p in chosen:
+        if p.heading and p.heading != heading:
+            lines.append(f"## {p.heading}")
+        heading = p.heading
+        lines.append(p.text)
+    return "\n".join(lines)
+
+
+NO_AGENT = (
+    "--llm extract has no model to call the tools: use --llm llama or bedrock with --agent (extract answers when "
+    "--llm is left out and no local model is configured; `vault2okf doctor` says which)"
+)
 
 
 @dataclass(frozen=True)
@@ -286,10 +349,10 @@ class ExtractAnswerer:
         support: str = SUPPORT,
         per_note: bool = PER_NOTE,
         depth: int = DEPTH,
-        coverage: float | None = None,
+        rules: Rules = RULES,
     ) -> None:
         self.threshold, self.rank_weight, self.typed, self.support = threshold, rank_weight, typed, Support(support)
-        self.per_note, self.depth, self.coverage = per_note, depth, coverage
+        self.per_note, self.depth, self.rules = per_note, depth, rules
 
     def rank(self, question: str, notes: Sequence[ContextNote]) -> list[Scored]:
         """Every passage of the context scored against the question, best first; with `typed`, a quantity
@@ -304,7 +367,7 @@ class ExtractAnswerer:
         ranked = self.rank(question, notes)
         best = _SUPPORT[self.support](ranked[0]) if ranked else 0.0
         floor = [s for s in ranked if _SUPPORT[self.support](s) >= self.threshold] if best >= self.threshold else []
-        chosen = quotes(ask, floor, depth=self.depth, per_note=self.per_note, coverage=self.coverage)
+        chosen = quotes(ask, floor, depth=self.depth, per_note=self.per_note, rules=self.rules)
         citations = tuple(dict.fromkeys(q.citation for q in chosen))
         text = render(chosen)
         if on_token is not None:

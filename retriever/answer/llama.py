@@ -22,11 +22,14 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from retriever.answer.agent_prompt import ANSWER_TOOL, SYSTEM_PROMPT, call_text, quoted
 from retriever.answer.contract import Decision, OnToken, Step, ToolOutput, gbnf, json_schema, load_json, parse
+from retriever.answer.default import DOWNLOAD_HINT, ENV_MODEL, configured
+from retriever.answer.extract import quoted_context
 from retriever.answer.prompt import DEFAULT_PER_NOTE_TOKENS, build_messages, fit_context, neutralise, note_headings
 from retriever.answer.records import ANSWER_TOKENS, Answer, AnswerError, ContextNote
 from retriever.answer.structured import AnswerStream
@@ -34,10 +37,9 @@ from retriever.tokens import count_tokens
 
 log = logging.getLogger(__name__)
 
-ENV_MODEL = "VAULT2OKF_GGUF"
 ENV_THREADS = "VAULT2OKF_LLAMA_THREADS"  # overrides the free-core count
 END_OF_TURN = "<end_of_turn>"
-BIGGER_MODEL_HINT = f"point at a bigger Gemma GGUF with --model /path/gemma-3-4b-it-Q4_K_M.gguf (or set {ENV_MODEL})"
+BIGGER_MODEL_HINT = DOWNLOAD_HINT
 TINY_MODEL_NOTICE = (
     "using the packaged Gemma 3 270M GGUF: a tiny base model, fine for checking the pipeline but not for "
     f"good answers — {BIGGER_MODEL_HINT}; --llm extract gives grounded quotes faster, with no model"
@@ -53,6 +55,13 @@ _LOOP_PERIODS = range(1, 33)  # a reply whose last 3 x p tokens repeat with peri
 QUERY_CHARS = 120  # the agent's search query: longer ones are where a small model starts to loop
 
 
+class ContextMode(StrEnum):
+    """What the local model reads of the retrieved notes."""
+
+    QUOTES = "quotes"  # the passages `--llm extract` would quote and the best others, under titles and headings
+    NOTES = "notes"  # the whole notes (each cut at `per_note_tokens`)
+
+
 @dataclass(frozen=True)
 class LlamaOptions:
     """``--llm llama``: the GGUF (None: $VAULT2OKF_GGUF, else the packaged 270M) and how llama.cpp runs it."""
@@ -62,6 +71,7 @@ class LlamaOptions:
     n_ctx: int = 8192  # the largest context window the answerer allocates
     context_tokens: int | None = None  # most tokens of note text the model reads (None: DEFAULT_CONTEXT_TOKENS)
     answer_tokens: int = ANSWER_TOKENS
+    context: ContextMode = ContextMode.QUOTES  # what it reads of the notes (`--context`)
 
     def check(self) -> None:
         resolve_model_path(self.model)
@@ -74,7 +84,7 @@ class LlamaOptions:
 
     def answerer(self) -> LlamaAnswerer:
         budget = {} if self.context_tokens is None else {"context_tokens": self.context_tokens}
-        return LlamaAnswerer(self.model, **self._model_options(), **budget)
+        return LlamaAnswerer(self.model, **self._model_options(), **budget, context=ContextMode(self.context))
 
     def driver(self) -> LlamaAgent:
         return LlamaAgent(self.model, **self._model_options())  # the agent reads tool results: no note budget
@@ -156,10 +166,11 @@ def _span(part: str) -> tuple[int, int]:
 
 
 def default_model_path() -> tuple[Path, str | None]:
-    """The GGUF named by $VAULT2OKF_GGUF, else the packaged Gemma 3 270M with a notice saying it is tiny."""
-    configured = os.environ.get(ENV_MODEL)
-    if configured:
-        return Path(configured).expanduser(), None
+    """The GGUF a user configured (`default.configured`: $VAULT2OKF_GGUF, the config file, the recommended Gemma in
+    the Hugging Face cache), else the packaged Gemma 3 270M with a notice saying it is tiny."""
+    found = configured()
+    if found is not None:
+        return Path(found[0]).expanduser(), None
     from retriever.answer import packaged
 
     try:
@@ -237,6 +248,7 @@ class LlamaAnswerer(LlamaModel):
         n_threads: int | None = None,
         n_batch: int = 1024,
         repeat_penalty: float = REPEAT_PENALTY,
+        context: ContextMode = ContextMode.QUOTES,
         **options: Any,
     ) -> None:
         super().__init__(model_path, n_threads=n_threads or default_threads(), n_batch=n_batch, **options)
@@ -245,6 +257,7 @@ class LlamaAnswerer(LlamaModel):
         self.per_note_tokens = per_note_tokens
         self.context_tokens = context_tokens
         self.repeat_penalty = repeat_penalty
+        self.context = context
         self._llm: Any = None
         self.context_size = 0  # tokens of the context allocated now (0 before the first answer)
         self.loads = 0
@@ -254,14 +267,22 @@ class LlamaAnswerer(LlamaModel):
     def prompt_style(self) -> str:
         return "chat" if self._llm is not None and has_chat_template(self._llm) else "completion"
 
+    def read(self, question: str, notes: Sequence[ContextNote]) -> list[ContextNote]:
+        """What the model reads of the context: its quoted passages (`extract.quoted_context`) or its whole notes,
+        within the `context_tokens` budget."""
+        if self.context == ContextMode.QUOTES:
+            notes = quoted_context(question, notes)
+        return fit_context(notes, self.context_tokens, self.per_note_tokens)
+
     def prompt(self, question: str, notes: Sequence[ContextNote]) -> str:
-        """The exact prompt text for this question (public so it can be inspected)."""
+        """The exact prompt text for this question and these notes (`answer` passes those `read` gives; public so
+        it can be inspected)."""
         render = gemma_prompt if self.prompt_style == "chat" else completion_prompt
         return render(*build_messages(question, notes, self.per_note_tokens))
 
     def answer(self, question: str, notes: Sequence[ContextNote], *, on_token: OnToken = None) -> Answer:
         """One structured answer; `on_token` gets the answer text as it is generated (never the JSON)."""
-        notes = fit_context(notes, self.context_tokens, self.per_note_tokens)
+        notes = self.read(question, notes)
         if self._llm is None:  # first answer: size the context from an estimate, load once
             estimate = count_tokens(completion_prompt(*build_messages(question, notes, self.per_note_tokens)))
             self._load(self._context_for(estimate * 3 // 2))

@@ -2,11 +2,14 @@
 
 A passage is strong when both hold:
 
-- **coverage**: its words, with its note's title, aliases and its heading (`Candidate.context`), cover at least
-  `COVERAGE` of the question's content words (`Asked.words`: the question's scoring terms, less the words that
-  only ask, "how many", "the name of", "called"). A word counts when the passage has it, a stem-light variant of
-  it (one shares its first `PREFIX` letters with it, `ledger`/`ledgers`, `commune`/`communal`) or a spelling
-  one letter away (`ledger`/`leger`, both of at least `FUZZY` letters);
+- **coverage**: its words, with its note's title, aliases and its heading (`Candidate.context`) and the words of
+  the other passages of its section (`Candidate.section`: the same note, under the same heading), cover at least
+  `COVERAGE` of the question's content words (`COVERAGE_ANY` for a question asking for no kind: coverage is all
+  it has) (`Asked.words`: the question's scoring terms, less the words that only ask, "how many", "the name of",
+  "called"; a later part of one word, "and who runs it?", is read with the first part's words). A word counts when
+  the passage has it, a stem-light variant of it (one shares its first `PREFIX` letters with it,
+  `ledger`/`ledgers`, `commune`/`communal`) or a spelling one letter away (`ledger`/`leger`, both of at least
+  `FUZZY` letters);
 - **kind**: it holds the kind of thing the question asks for (`Kind`, from its English question words): a proper
   name that is not already in the question for who / whom / whose / which / "the name of" / "called", a number
   or amount for how much / how many / how long / how old, a date or session for when / what year / which session
@@ -17,6 +20,12 @@ A question in another language (no English function word in it) is judged on cov
 its reason says "question kind not recognised". `shares` is the not-found rule: the answer is "not found" only
 when no passage shares one content word (or a variant of one) with the question.
 
+`Rules` holds these settings, chosen leaving one vault out (`scripts/select_support.py`,
+`reports/extract-support.md`); two more rules were measured there and not chosen, and stay off: *names* (a strong
+passage names every name the question holds) and *openers* (a word the context only ever writes capitalised is a
+name where it opens a sentence). A number is an amount (`50`, `2.5`, `12km`), never an identifier (`2c0b659`) or
+a date's digits.
+
 The caller turns text into scoring terms (`retriever.answer.extract.terms`: folded, stop words out, lightly
 stemmed) and passes that function in, so that this module depends on nothing of the answer stage.
 """
@@ -26,10 +35,11 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Collection, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
-COVERAGE = 0.5  # the share of the question's content words a strong passage covers (chosen: scripts/select_support.py)
+COVERAGE = 0.34  # the share of the question's content words a strong passage covers (chosen: select_support.py)
+COVERAGE_ANY = 0.5  # the same for a question that asks for no kind (what / how / yes or no): coverage is all it has
 PREFIX = 6  # two words sharing this many first letters are variants of one another (`commune`, `communal`)
 WINDOW = 4  # a name answers "the name of the <head>" when it stands this many words or fewer from the head
 _SUFFIXES = frozenset(("er", "ers", "or", "ors", "ion", "ions", "ment", "ments", "al", "ly", "ness", "ity", "ive"))
@@ -134,8 +144,9 @@ _MONTHS = (
     r"|nov(?:ember)?|dec(?:ember)?"
 )
 _DATE = re.compile(
-    rf"\b(?:{_MONTHS})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?\b|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTHS})\b"
-    r"|\b(?:january|february|march|april|june|july|august|september|october|november|december)\b"
+    rf"\b(?:{_MONTHS})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?\b"
+    rf"|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTHS})(?:,?\s+\d{{4}})?\b"
+    r"|\b(?:january|february|march|april|june|july|august|september|october|november|december)(?:\s+\d{4})?\b"
     r"|\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b"
     r"|\b\d{4}-\d{1,2}-\d{1,2}\b|\b\d{1,2}[/.]\d{1,2}[/.]\d{2,4}\b|\b\d{8}\b"
     r"|\b(?:1\d{3}|20\d{2})s?\b|\b\d{1,4}\s*(?:BC|BCE|AD|CE|AC|DR|PR|AR|ED|BE|AE)\b|\bQ[1-4]\s+\d{4}\b"
@@ -195,6 +206,22 @@ _IRREGULAR = dict(pair.split(":") for pair in _IRREGULAR_TEXT.split())
 
 
 @dataclass(frozen=True)
+class Rules:
+    """The settings of `mark`, chosen leaving one vault out (`scripts/select_support.py`)."""
+
+    coverage: float = COVERAGE  # a question asking for a kind (a name, a number, a date, a place, a reason)
+    coverage_any: float = COVERAGE_ANY  # a question asking for none
+    section: bool = True  # coverage counts the words of the passage's whole section, not the passage's alone
+    names: bool = False  # a strong passage names every name the question holds (measured, not chosen)
+    inherit: bool = True  # a later part of one content word ("and who runs it?") is read with the first part's
+    openers: bool = False  # a word only ever written capitalised in the context is a name where it opens a
+    # sentence (measured, not chosen)
+
+
+RULES = Rules()
+
+
+@dataclass(frozen=True)
 class Part:
     """One question of a question: "who leads them, and where do they camp?" asks two."""
 
@@ -210,6 +237,7 @@ class Asked:
     text: str
     parts: tuple[Part, ...]
     named: frozenset[str]  # every word of the question, folded (a name the question holds is no answer)
+    names: tuple[str, ...] = ()  # the names it holds (`question_names`), as scoring terms
 
     @property
     def kind(self) -> Kind:
@@ -243,6 +271,7 @@ class Candidate:
     context: frozenset[str]
     session: str = ""  # "Session 12", "2025-08-08": the note's session or date; "" for another note
     proper: frozenset[str] = frozenset()  # the context's names (`proper_words`): a capital opening a sentence
+    section: frozenset[str] = frozenset()  # the terms of every passage of its note under the same heading
 
 
 def kind_of(question: str) -> tuple[Kind, tuple[int, int]]:
@@ -282,7 +311,7 @@ def asked(question: str, terms: Terms) -> Asked:
     if wh is None:
         kind = Kind.ANY if english(question) else Kind.UNKNOWN
         words = tuple(dict.fromkeys(w for w in terms(question) if w not in _FRAME))
-        return Asked(question, (Part(kind, words or tuple(terms(question))),), named)
+        return Asked(question, (Part(kind, words or tuple(terms(question))),), named, question_names(question, terms))
     preamble = question[: wh.start()]
     cuts = [wh.start()] + [m.end() for m in _PART.finditer(question, wh.start())] + [len(question)]
     parts = []
@@ -301,8 +330,28 @@ def asked(question: str, terms: Terms) -> Asked:
             head = _WHAT_HEAD.match(question, match.start())
         head_terms = terms(head.group("head")) if head else []
         parts.append(Part(kind, tuple(dict.fromkeys(rest)), head_terms[-1] if head_terms else ""))
-    return Asked(question, tuple(p for p in parts if p.words) or (Part(parts[0].kind, tuple(terms(question))),),
-                 named)  # fmt: skip
+    kept = tuple(p for p in parts if p.words) or (Part(parts[0].kind, tuple(terms(question))),)
+    return Asked(question, kept, named, question_names(question, terms))
+
+
+def question_names(question: str, terms: Terms) -> tuple[str, ...]:
+    """The names a question holds, as scoring terms: its words with a capital that opens no sentence (`Shalk
+    Chasm`, `Nagase Lanza`, `Kael`), pronouns, question words and months aside."""
+    found = []
+    for match in _TOKEN.finditer(question):
+        word = match.group(0)
+        if word[0].isupper() and word.casefold() not in _NOT_NAMES and not _opens(question, match.start()):
+            found += terms(word)
+    return tuple(dict.fromkeys(found))
+
+
+def inherited(ask: Asked) -> Asked:
+    """The question with each later part of one content word ("..., and who runs it?") read with the first part's
+    words too: its one word says what it asks of, not what it is about."""
+    first = ask.parts[0]
+    parts = [first] + [p if len(p.words) > 1 else replace(p, words=tuple(dict.fromkeys(first.words + p.words)))
+                       for p in ask.parts[1:]]  # fmt: skip
+    return replace(ask, parts=tuple(parts))
 
 
 @functools.lru_cache(maxsize=1 << 17)
@@ -347,13 +396,22 @@ def shares(ask: Asked, candidate: Candidate) -> bool:
     return bool(covered(ask.words, candidate.terms | candidate.context))
 
 
-def mark(ask: Asked, candidate: Candidate, *, coverage: float = COVERAGE) -> Mark:
-    """Strong when, for one part of the question, the passage covers `coverage` of its content words and holds
-    what it asks for; else weak, with the reason of the part it covers best."""
-    have = candidate.terms | candidate.context
+def mark(ask: Asked, candidate: Candidate, rules: Rules = RULES) -> Mark:
+    """Strong when, for one part of the question, the passage covers `rules.coverage` of its content words
+    (`coverage_any` for a part asking for no kind) and holds what it asks for, and names every name the question
+    holds; else weak, with the reason of the part it covers best."""
+    own = candidate.terms | candidate.context
+    have = own | candidate.section if rules.section else own
+    if rules.names:
+        unnamed = [n for n in ask.names if not covered([n], own)]
+        if unnamed:
+            return Mark(Strength.WEAK, f"does not name {', '.join(unnamed)} (in the question)")
+    if rules.inherit:
+        ask = inherited(ask)
     best: Mark | None = None
     parts = [(part, covered(part.words, have)) for part in ask.parts]
     for part, found in sorted(parts, key=lambda p: -len(p[1]) / max(1, len(p[0].words))):
+        coverage = rules.coverage_any if part.kind in (Kind.ANY, Kind.UNKNOWN) else rules.coverage
         if part.words and len(found) < coverage * len(part.words) - 1e-9:
             missing = ", ".join(w for w in part.words if w not in found)
             best = best or Mark(Strength.WEAK, f"covers {len(found)} of {len(part.words)} question words "
@@ -460,18 +518,35 @@ def _label_end(plain: str) -> int:
     return match.end() if match else 0
 
 
-def proper_words(texts: Iterable[str]) -> frozenset[str]:
+def proper_words(texts: Iterable[str], *, openers: bool = False) -> frozenset[str]:
     """The words, folded, that some text of `texts` writes capitalised where no sentence or item opens (or writes
-    as a title): the context's names, by which a name opening a sentence ("Tam runs the ferry.") is known."""
+    as a title): the context's names, by which a name opening a sentence ("Tam runs the ferry.") is known. With
+    `openers`, also a word of three letters or more that only ever opens a sentence or item there and is never
+    written in lower case ("Yokozuna is the highest rank."), English function words and openers aside."""
     found: set[str] = set()
+    opening: set[str] = set()
+    lower: set[str] = set()
     for text in texts:
         plain = _plain(text)
         label = len(plain) if _title_case(plain) else _label_end(plain)
         for m in _TOKEN.finditer(plain):
             word, at = m.group(0), m.start()
-            if at >= label and word[0].isupper() and word.casefold() not in _NOT_NAMES and not _opens(plain, at):
+            if not word[0].isupper():
+                lower.add(word.casefold())
+            elif at >= label and word.casefold() not in _NOT_NAMES and not _opens(plain, at):
                 found.add(_folded(word))
-    return frozenset(found)
+            elif openers and word.isalpha() and len(word) >= 3 and word.casefold() not in _COMMON:
+                opening.add(word)
+    return frozenset(found | {_folded(w) for w in opening if w.casefold() not in lower})
+
+
+# Words that open a sentence as often as a name does, never names (with `_NOT_NAMES` and `_ENGLISH`).
+_OPENING_TEXT = """after afterwards also although as at before but during each every finally first for from however
+    in instead it later meanwhile most next now on once one only other our over since some soon still suddenly
+    then there these they this those though to today tomorrow under until upon we what when where while with yet
+    all any both few many more much no none not nothing several such two three four five six seven eight nine ten
+    note notes see"""
+_COMMON = frozenset(_OPENING_TEXT.split()) | _NOT_NAMES | _ENGLISH
 
 
 def _opens(plain: str, at: int) -> bool:
@@ -483,13 +558,22 @@ def _opens(plain: str, at: int) -> bool:
 
 
 def numbers(text: str, known: Collection[str] = ()) -> list[str]:
-    """The numbers of a passage (digits or number words) that the question does not hold already."""
+    """The numbers of a passage (digits, with a unit of a few letters after them: `50`, `2.5`, `12km`, `3rd`; or
+    number words) that the question does not hold already; an identifier (`2c0b659`, `v2`) and a date's digits
+    (`2 August 2022`) are none."""
+    plain = _plain(text)
+    in_dates = [m.span() for m in _DATE.finditer(plain) if not m.group(0).isdigit()]  # a bare 1500 stays a number
     found = []
-    for word in _TOKEN.findall(_plain(text)):
-        folded = word.casefold()
-        if (any(c.isdigit() for c in word) or folded in _NUMBER_WORDS) and folded not in known:
+    for match in _TOKEN.finditer(plain):
+        word, folded = match.group(0), match.group(0).casefold()
+        if folded in known or any(a <= match.start() < b for a, b in in_dates):
+            continue
+        if _AMOUNT.fullmatch(word) or folded in _NUMBER_WORDS:
             found.append(word)
     return found
+
+
+_AMOUNT = re.compile(r"[$£€]?\d[\d,.]*(?:[a-zA-Z%]{1,3})?")  # 50, 2.5, 1,200, 12km, 3rd, 50gp, $5, 40%
 
 
 def dates(text: str) -> str:

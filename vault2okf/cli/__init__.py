@@ -102,7 +102,9 @@ def _options(
     download: bool = typer.Option(
         False,
         "--download",
-        help=f"Let the embedder download missing weights from the Hugging Face hub (or {DOWNLOAD_ENV}=1).",
+        help="Let the embedder download missing weights from the Hugging Face hub, and a command that answers with "
+        "no --llm and no local model fetch the recommended Gemma 3 4B-it Q4_K_M GGUF, about 2.5 GB "
+        f"(or {DOWNLOAD_ENV}=1).",
     ),
 ) -> None:
     """Obsidian vault -> OKF bundle, questions, evaluation."""

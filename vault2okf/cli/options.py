@@ -123,13 +123,16 @@ def answer_options(command: Callable[..., None] | None = None, *, answer_tokens:
         return functools.partial(answer_options, answer_tokens=answer_tokens)
     from retriever.answer.backends import AnswerSpec, Backend
     from retriever.answer.bedrock import BedrockOptions
-    from retriever.answer.llama import LlamaOptions
+    from retriever.answer.llama import ContextMode, LlamaOptions
 
     llama, bedrock = LlamaOptions(), BedrockOptions()  # every default is the backend's own
     options: Sequence[Option] = (
-        ("llm", Backend, typer.Option(
-            Backend.LLAMA, "--llm",
-            help="llama (local Gemma GGUF), bedrock (AWS Converse) or extract (no model: the best sentences).")),
+        ("llm", Backend | None, typer.Option(
+            None, "--llm", show_default=False,
+            help="llama (local Gemma GGUF), bedrock (AWS Converse) or extract (no model: quotes). Default: llama "
+            "when a local model is configured (--model, VAULT2OKF_GGUF, the config file, the recommended Gemma in "
+            "the Hugging Face cache; `vault2okf --download ask` fetches it), else extract (`vault2okf doctor` says "
+            "which).")),
         ("model", str | None, typer.Option(None, "--model", help="GGUF path for llama; model ID for bedrock.")),
         ("region", str | None, typer.Option(
             bedrock.region, "--region", help="AWS region for bedrock (else AWS_REGION).")),
@@ -141,9 +144,22 @@ def answer_options(command: Callable[..., None] | None = None, *, answer_tokens:
         ("answer_tokens", int, typer.Option(
             answer_tokens or llama.answer_tokens, "--answer-tokens", min=1, help="Most tokens in the answer.")),
         ("context_tokens", int | None, CONTEXT_TOKENS),
+        ("context", ContextMode, typer.Option(
+            llama.context, "--context",
+            help="llama: what the local model reads: quotes (the passages extract would quote and the next best, "
+            "under their note titles and headings: a few hundred tokens) or notes (the whole retrieved notes).")),
     )  # fmt: skip
 
     def spec(values: dict[str, Any]) -> AnswerSpec:
+        if values["llm"] is None:  # the default answerer: a configured local model, else extract
+            from retriever.answer.default import RECOMMENDED, configured, default_answerer, hub_cache
+            from retriever.embed import downloads_allowed
+
+            download = downloads_allowed() and configured(values["model"]) is None
+            if download:
+                typer.echo(f"note: downloading {RECOMMENDED.named} into {hub_cache()} (--download)", err=True)
+            choice = default_answerer(values["model"], download=download)  # an AnswerError: one line
+            values = {**values, "llm": choice.llm, "model": choice.model}
         return AnswerSpec.of(**values)
 
     return with_options(command, "answer", options, spec)

@@ -16,6 +16,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from enum import StrEnum
 from functools import cached_property
 from pathlib import Path
 
@@ -219,19 +220,21 @@ class Retriever:
         passing = self.passing(spec.filters)
         rows = None if passing is None else passing.rows
         dense = self.table.nearest(qvec, max(_dense_k(spec.vector_k, spec.seeds, spec.dedup), match or 0), rows)
-        found = self._vector(question, dense, spec, passing)
-        first = _fit(found, spec.budget)
+        found = self.vector_stage(question, dense, spec, passing)
+        first = fit(found, spec.budget)
         timings["vector_ms"] = _ms(t)
         hits = first
         if spec.mode is not Mode.VECTOR:
             t = time.perf_counter()
-            hits = first + self._hop(question, qvec, first, spec, self._budget(dense, spec), passing)
+            hits = first + self._hop(question, qvec, first, spec, self.hop_budget(dense, spec), passing)
             timings["hop_ms"] = _ms(t)
         timings["retrieve_ms"] = round(sum(v for key, v in timings.items() if key != "embed_ms"), 3)
         ranker = None if spec.mode is Mode.VECTOR else spec.ranker
         return Retrieval(tuple(hits), spec.mode, spec.k, ranker, timings, left_out=len(found) - len(first))
 
-    def _vector(self, question: str, dense: list[ChunkHit], spec: SearchSpec, passing: Passing | None) -> list[Hit]:
+    def vector_stage(
+        self, question: str, dense: list[ChunkHit], spec: SearchSpec, passing: Passing | None
+    ) -> list[Hit]:
         """The vector stage's notes, from ``dense``: the nearest chunks (of the notes ``passing``), at least
         ``_dense_k`` of them, best first."""
         k = spec.vector_k
@@ -250,15 +253,23 @@ class Retriever:
     ) -> list[ChunkHit]:
         """The 3k nearest chunks and the 3k best BM25 chunks (of the notes ``passing``), fused by reciprocal rank;
         the top k."""
+        fused = self.fused(wide, self.lexical_scores(question, phrases, passing), k)
+        known = {c.chunk_id: c for c in wide}
+        return [known.get(cid) or self._chunk_hit(cid, fused[cid]) for cid in order(fused)[:k]]
+
+    def lexical_scores(self, question: str, phrases: bool, passing: Passing | None) -> np.ndarray:
+        """Every chunk's BM25 score for ``question``; zero for a chunk of a note the filter stops."""
         lex = self.lexical.chunk_scores(question, phrases=phrases)
-        if passing is not None:  # a chunk of a note the filter stops scores nothing
+        if passing is not None:
             kept = np.zeros_like(lex)
             kept[passing.rows] = lex[passing.rows]
             lex = kept
+        return lex
+
+    def fused(self, wide: list[ChunkHit], lex: np.ndarray, k: int) -> dict[str, float]:
+        """The ``wide`` nearest chunks and the 3k best BM25 chunks, fused by reciprocal rank (chunk id -> score)."""
         top_lex = [int(i) for i in np.argsort(-lex, kind="stable")[: k * 3] if lex[i] > 0]
-        fused = rrf([c.chunk_id for c in wide], [self.table.ids[row] for row in top_lex])
-        known = {c.chunk_id: c for c in wide}
-        return [known.get(cid) or self._chunk_hit(cid, fused[cid]) for cid in order(fused)[:k]]
+        return rrf([c.chunk_id for c in wide], [self.table.ids[row] for row in top_lex])
 
     def _chunk_hit(self, chunk_id: str, score: float) -> ChunkHit:
         row = self.row_of[chunk_id]
@@ -284,7 +295,7 @@ class Retriever:
             concept=c,
         )
 
-    def _budget(self, dense: list[ChunkHit], spec: SearchSpec) -> Budget:
+    def hop_budget(self, dense: list[ChunkHit], spec: SearchSpec) -> Budget:
         """The hop's budget for this question: ``spec.budget``, capped at vector@match's tokens when it asks so
         (the tokens of the ``match`` nearest chunks: a prefix of ``dense``, which holds at least that many)."""
         if spec.budget.match is None:
@@ -301,33 +312,51 @@ class Retriever:
         passing: Passing | None = None,
     ) -> list[Hit]:
         """The hop's notes: the seeds' neighbours (and sessions, named notes, thread), only those ``passing``."""
-        seeds = {h.note_id: h.score for h in first}
+        ranked, scores = self.hop_order(question, qvec, first, spec, passing)
+        if not ranked:
+            return []
+        added = self.fill(qvec, ranked, scores, budget, len(first), sum(h.tokens for h in first))
+        return [replace(h, seed=self._reached_from(h.note_id, first, spec.sessions)) for h in added]
+
+    def hop_offers(self, question: str, first: list[Hit], spec: SearchSpec, passing: Passing | None) -> Offers:
+        """What the hop offers, by why: the seeds' links, their adjacent sessions (and, with ``mentions``, the
+        sessions naming them), the notes the question names, the thread; only notes ``passing``, no seed."""
+        seeds = [h.note_id for h in first]
         neighbours = {n for s in seeds for n in self.graph.neighbours.get(s, {})}
         sessions = {n for s in seeds for n in self.graph.adjacent_sessions(s)} if spec.sessions else set()
         named = set(self.names.find(question)) if spec.named or spec.mentions or spec.threads else set()
+        mentioned: set[str] = set()
         if spec.mentions:
             entities = [s for s in seeds if self.graph.concepts.get(s) and self.graph.concepts[s].session_key is None]
-            sessions |= set(self.session_mentions.sessions_naming([*entities, *sorted(named)]))
+            mentioned = set(self.session_mentions.sessions_naming([*entities, *sorted(named)]))
         thread = self.session_threads.follow(Terms.of(question, named), seeds) if spec.threads else []
         if not spec.named:
             named = set()
-        offered = neighbours | sessions | named | set(thread)
-        if passing is not None:
-            offered &= passing.notes
-            thread = [n for n in thread if n in passing.notes]
-        candidates = sorted(offered - set(seeds))
+        taken = set(seeds)
+
+        def kept(notes: set[str]) -> frozenset[str]:
+            return frozenset(n for n in notes if n not in taken and (passing is None or n in passing.notes))
+
+        thread = [n for n in thread if passing is None or n in passing.notes]
+        return Offers(kept(neighbours), kept(sessions), kept(mentioned), kept(named), tuple(thread))
+
+    def hop_order(
+        self, question: str, qvec: np.ndarray, first: list[Hit], spec: SearchSpec, passing: Passing | None
+    ) -> tuple[list[str], dict[str, float]]:
+        """The hop's candidates best first (the thread first, in session order) and the ranker's scores."""
+        offers = self.hop_offers(question, first, spec, passing)
+        candidates = sorted(offers.notes)
         if not candidates:
-            return []
+            return [], {}
         inp = HopInput(
-            question, qvec, seeds, self.graph, self.table,
+            question, qvec, {h.note_id: h.score for h in first}, self.graph, self.table,
             self.contexts if spec.ranker in _CONTEXT_RANKERS else None,
             lambda: self.lexical.note_scores(question, phrases=spec.phrases),
             lambda: self.analytics,
         )  # fmt: skip
         scores = RANKERS[spec.ranker](inp, candidates)
-        ranked = [*thread, *(n for n in order(scores) if n not in thread)]  # the thread first, in session order
-        added = self._fill(qvec, ranked, scores, budget, len(first), sum(h.tokens for h in first))
-        return [replace(h, seed=self._reached_from(h.note_id, first, spec.sessions)) for h in added]
+        thread = list(offers.thread)
+        return [*thread, *(n for n in order(scores) if n not in thread)], scores
 
     def _reached_from(self, note: str, first: list[Hit], sessions: bool) -> str | None:
         """The best-ranked seed that links ``note`` (either way) or is its adjacent session; None for a note the
@@ -339,38 +368,82 @@ class Retriever:
                 return seed.note_id
         return None
 
-    def _fill(
-        self, qvec: np.ndarray, ranked: list[str], scores: dict[str, float], budget: Budget, notes: int, tokens: int
+    def fill(
+        self,
+        qvec: np.ndarray,
+        ranked: list[str],
+        scores: dict[str, float],
+        budget: Budget,
+        notes: int,
+        tokens: int,
+        outcome: dict[str, tuple[Room, int]] | None = None,
     ) -> list[Hit]:
-        """Add neighbours best first while they fit the budget (a note too big for what is left is skipped)."""
+        """Add neighbours best first while they fit the budget (a note too big for what is left is skipped).
+        ``outcome`` gets each note's fate and the tokens spent before it (``retriever.explain``)."""
         added: list[Hit] = []
-        for note in ranked:
-            if budget.notes is not None and notes + len(added) >= budget.notes:
+        for i, note in enumerate(ranked):
+            if room(budget, notes + len(added), tokens, 0) is Room.CAP:
+                if outcome is not None:
+                    outcome.update((n, (Room.CAP, tokens)) for n in ranked[i:])
                 break
             best = self.table.best_chunk(note, qvec)
             if best is None:
                 continue
             row = best[0]
             size = int(self.table.tokens[row])
-            if budget.tokens is not None and tokens + size > budget.tokens:
+            fate = room(budget, notes + len(added), tokens, size)
+            if outcome is not None:
+                outcome[note] = (fate, tokens)
+            if fate is not Room.FITS:
                 continue
             tokens += size
             added.append(self._make_hit(note, scores[note], Via.HOP, [(self.table.texts[row], size)]))
         return added
 
 
-def _fit(hits: list[Hit], budget: Budget) -> list[Hit]:
+def fit(hits: list[Hit], budget: Budget) -> list[Hit]:
     """The vector stage's hits, best first, while they fit ``budget`` (one too big for what is left is skipped)."""
     kept: list[Hit] = []
     tokens = 0
     for hit in hits:
-        if budget.notes is not None and len(kept) >= budget.notes:
+        if room(budget, len(kept), tokens, 0) is Room.CAP:
             break
-        if budget.tokens is not None and tokens + hit.tokens > budget.tokens:
+        if room(budget, len(kept), tokens, hit.tokens) is not Room.FITS:
             continue
         tokens += hit.tokens
         kept.append(hit)
     return kept
+
+
+class Room(StrEnum):
+    """Whether a note of some size fits a budget that already holds some notes and tokens."""
+
+    FITS = "fits"
+    CAP = "cap"  # the budget's notes are all taken
+    BUDGET = "budget"  # too many tokens for what is left
+
+
+def room(budget: Budget, notes: int, tokens: int, size: int) -> Room:
+    if budget.notes is not None and notes >= budget.notes:
+        return Room.CAP
+    if budget.tokens is not None and tokens + size > budget.tokens:
+        return Room.BUDGET
+    return Room.FITS
+
+
+@dataclass(frozen=True)
+class Offers:
+    """The notes the hop offers, by why (``Retriever.hop_offers``); a note may be offered for several reasons."""
+
+    links: frozenset[str]  # linked to or from a seed
+    sessions: frozenset[str]  # the previous or next session of a seed
+    mentions: frozenset[str]  # sessions that name a seed or a note the question names
+    named: frozenset[str]  # notes the question names
+    thread: tuple[str, ...]  # sessions carrying a seed's story thread, in session order
+
+    @property
+    def notes(self) -> frozenset[str]:
+        return self.links | self.sessions | self.mentions | self.named | frozenset(self.thread)
 
 
 def _dense_k(k: int, seeds: Seeds, dedup: bool) -> int:

@@ -23,7 +23,7 @@ from retriever.errors import RetrieverError
 from retriever.filters import NoteFilter
 from retriever.graph import NoteGraph
 from retriever.rankers import order
-from retriever.retrieve import Offers, Retriever, Room, fit, room
+from retriever.retrieve import Offers, Retriever, Room, room
 from retriever.spec import Budget, Hit, Mode, Retrieval, SearchSpec, Seeds
 from retriever.store import ChunkHit
 
@@ -227,12 +227,12 @@ def _trace(retriever: Retriever, question: str, spec: SearchSpec, qvec: np.ndarr
     match = spec.budget.match if spec.mode is not Mode.VECTOR else None
     dense = every[: max(read, match or 0)]
     found = retriever.vector_stage(question, dense, spec, passing)
-    first = fit(found, spec.budget)
+    first = retriever.seeds(question, found, dense, spec, passing)
     ranks.append(Rank("vector notes", _place(note, (h.note_id for h in found)), len(found), len(first)))
     if spec.mode is Mode.VECTOR:
         return _Trace(every, found, first, None, [], {}, {}, None, tuple(ranks))
-    offers = retriever.hop_offers(question, first, spec, passing)
-    ranked, scores = retriever.hop_order(question, qvec, first, spec, passing)
+    offers = retriever.hop_offers(question, first, spec, passing, found)
+    ranked, scores = retriever.hop_order(question, qvec, first, spec, passing, found)
     budget = retriever.hop_budget(dense, spec)
     outcome: dict[str, tuple[Room, int]] = {}
     retriever.fill(qvec, ranked, scores, budget, len(first), sum(h.tokens for h in first), outcome)
@@ -258,7 +258,8 @@ def _reached(retriever: Retriever, trace: _Trace, note: str) -> tuple[Reach, ...
     if note in offers.sessions:
         out += [Reach("session", s.note_id, i) for i, s in seeds if note in graph.adjacent_sessions(s.note_id)]
     out += [Reach(how) for how, notes in (("mentions", offers.mentions), ("named", offers.named),
-                                         ("thread", offers.thread)) if note in notes]  # fmt: skip
+                                         ("thread", offers.thread), ("run", offers.runs),
+                                         ("unlinked mention", offers.edges)) if note in notes]  # fmt: skip
     return tuple(out)
 
 
@@ -370,9 +371,9 @@ def _tries(retriever: Retriever, spec: SearchSpec, trace: _Trace, note: str, cut
         mode = {"mode": Mode.UNION} if spec.mode is Mode.GRAPH else {}
         prefix = "--mode union " if spec.mode is Mode.GRAPH else ""
         yield from (Setting(f"{prefix}--k {k}", {**mode, "k": k}) for k in range(spec.vector_k + 1, MAX_K + 1))
-        for flag in ("named", "mentions", "threads", "sessions"):
+        for flag in ("named", "mentions", "threads", "sessions", "runs", "mention_edges", "entities"):
             if not getattr(spec, flag) and spec.mode is not Mode.VECTOR:
-                yield Setting(f"--{flag}", {flag: True})
+                yield Setting(f"--{flag.replace('_', '-')}", {flag: True})
 
 
 def _room_for_all(spec: SearchSpec, trace: _Trace, note: str) -> Iterator[Setting]:

@@ -18,6 +18,7 @@ series scores the IDF of the specific terms it shares; the ``THREAD_MAX`` best a
 from __future__ import annotations
 
 import math
+import posixpath
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -99,3 +100,46 @@ class SessionThreads:
 def _idf(n: int, df: int) -> float:
     """Robertson and Sparck Jones' IDF of a term ``df`` of ``n`` documents hold: positive below half of them."""
     return math.log((n - df + 0.5) / (df + 0.5))
+
+
+RUN_GAP = 5  # sessions two seed sessions may lie apart for the ones between to be a run (runs of 3 to 6)
+RUN_MAX = 6  # sessions of a run offered, at most (those naming most of what the two ends share)
+
+
+def session_runs(
+    graph: NoteGraph, named_in: Mapping[str, frozenset[str]], seeds: Iterable[str], asked: Iterable[str] = ()
+) -> list[str]:
+    """The sessions between two seed sessions (consecutive among the seeds' session numbers, at most ``RUN_GAP``
+    apart) that name a note both ends name, or one the question names (``asked``): the run's people, places and
+    objects; the ``RUN_MAX`` naming most of them, in session order (``SearchSpec.runs``). Sessions are placed by
+    their session key (date, number) across the vault's series, so a vault keeping a player's notes and the GM's
+    recaps of the same sessions in two folders offers both; the series holding more seeds first on a tie.
+    ``named_in``: session -> the notes it names or links."""
+    seeds = [s for s in seeds if graph.concepts.get(s) and graph.concepts[s].session_key is not None]
+    at: dict[tuple[str, int], list[str]] = {}
+    for c in graph.concepts.values():
+        if c.session_key is not None:
+            at.setdefault(c.session_key, []).append(c.id)
+    keys = sorted(at)
+    place = {key: i for i, key in enumerate(keys)}
+    ends = sorted({place[graph.concepts[s].session_key] for s in seeds})  # type: ignore[index]
+    held: dict[str, int] = defaultdict(int)
+    for s in seeds:
+        held[posixpath.dirname(graph.concepts[s].vault_path)] += 1
+    asked = frozenset(asked)
+    scores: dict[str, tuple[int, int]] = {}
+    for a, b in zip(ends, ends[1:], strict=False):
+        if not 1 < b - a <= RUN_GAP:
+            continue
+        left = frozenset().union(*(named_in.get(s, frozenset()) for s in at[keys[a]]))
+        right = frozenset().union(*(named_in.get(s, frozenset()) for s in at[keys[b]]))
+        cast = ((left & right) | asked) - set(graph.concepts[s].id for s in at[keys[a]] + at[keys[b]])
+        cast = frozenset(n for n in cast if graph.concepts.get(n) and graph.concepts[n].session_key is None)
+        for i in range(a + 1, b):
+            for between in at[keys[i]]:
+                shared = len(named_in.get(between, frozenset()) & cast)
+                if shared:
+                    folder = posixpath.dirname(graph.concepts[between].vault_path)
+                    scores[between] = max(scores.get(between, (0, 0)), (shared, held[folder]))
+    best = sorted(scores, key=lambda s: (-scores[s][0], -scores[s][1], s))[:RUN_MAX]
+    return sorted(best, key=lambda s: (graph.concepts[s].session_key or ("", -1), s))

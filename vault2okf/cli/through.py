@@ -34,6 +34,7 @@ def spec_body(question: str, spec: Any, name: str) -> dict[str, Any]:
     return {"question": question, "bundle": name or None, "mode": str(spec.mode), "k": spec.k,
             "seeds": str(spec.seeds), "ranker": spec.ranker, "sessions": spec.sessions, "mentions": spec.mentions,
             "named": spec.named, "dedup": spec.dedup, "threads": spec.threads, "phrases": spec.phrases,
+            "runs": spec.runs, "mention_edges": spec.mention_edges, "entities": spec.entities,
             "max_notes": b.notes, "max_tokens": b.tokens, "match_vector": b.match,
             "filters": spec.filters.to_json()}  # fmt: skip
 

@@ -113,7 +113,8 @@ def session_runs(
     apart) that name a note both ends name, or one the question names (``asked``): the run's people, places and
     objects; the ``RUN_MAX`` naming most of them, in session order (``SearchSpec.runs``). Sessions are placed by
     their session key (date, number) across the vault's series, so a vault keeping a player's notes and the GM's
-    recaps of the same sessions in two folders offers both; the series holding more seeds first on a tie.
+    recaps of the same sessions in two folders offers both, and the ends' own sessions in the other series (first:
+    they tell the run's ends); the series holding more seeds first on a tie.
     ``named_in``: session -> the notes it names or links."""
     seeds = [s for s in seeds if graph.concepts.get(s) and graph.concepts[s].session_key is not None]
     at: dict[tuple[str, int], list[str]] = {}
@@ -135,10 +136,10 @@ def session_runs(
         right = frozenset().union(*(named_in.get(s, frozenset()) for s in at[keys[b]]))
         cast = ((left & right) | asked) - set(graph.concepts[s].id for s in at[keys[a]] + at[keys[b]])
         cast = frozenset(n for n in cast if graph.concepts.get(n) and graph.concepts[n].session_key is None)
-        for i in range(a + 1, b):
+        for i in range(a, b + 1):  # the ends too: the same session told in another series (notes and recaps)
             for between in at[keys[i]]:
-                shared = len(named_in.get(between, frozenset()) & cast)
-                if shared:
+                shared = len(named_in.get(between, frozenset()) & cast) if a < i < b else len(cast)
+                if shared and between not in seeds:
                     folder = posixpath.dirname(graph.concepts[between].vault_path)
                     scores[between] = max(scores.get(between, (0, 0)), (shared, held[folder]))
     best = sorted(scores, key=lambda s: (-scores[s][0], -scores[s][1], s))[:RUN_MAX]

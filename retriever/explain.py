@@ -23,7 +23,7 @@ from retriever.errors import RetrieverError
 from retriever.filters import NoteFilter
 from retriever.graph import NoteGraph
 from retriever.rankers import order
-from retriever.retrieve import Offers, Retriever, Room, room
+from retriever.retrieve import Offers, Retriever, Room, fit, room
 from retriever.spec import Budget, Hit, Mode, Retrieval, SearchSpec, Seeds
 from retriever.store import ChunkHit
 
@@ -187,6 +187,7 @@ class _Trace:
     sizes: dict[str, int]  # the tokens of each hop candidate's best chunk (what the hop would add)
     hop_budget: Budget | None
     ranks: tuple[Rank, ...]
+    seed_budget: Budget  # what the seeds kept to: the search's budget, less a run's room (`runs`)
 
 
 def explain(
@@ -227,10 +228,11 @@ def _trace(retriever: Retriever, question: str, spec: SearchSpec, qvec: np.ndarr
     match = spec.budget.match if spec.mode is not Mode.VECTOR else None
     dense = every[: max(read, match or 0)]
     found = retriever.vector_stage(question, dense, spec, passing)
-    first = retriever.seeds(question, found, dense, spec, passing)
+    seed_budget = retriever.seed_budget(question, found, dense, spec, passing)
+    first = fit(found, seed_budget)
     ranks.append(Rank("vector notes", _place(note, (h.note_id for h in found)), len(found), len(first)))
     if spec.mode is Mode.VECTOR:
-        return _Trace(every, found, first, None, [], {}, {}, None, tuple(ranks))
+        return _Trace(every, found, first, None, [], {}, {}, None, tuple(ranks), seed_budget)
     offers = retriever.hop_offers(question, first, spec, passing, found)
     ranked, scores = retriever.hop_order(question, qvec, first, spec, passing, found)
     budget = retriever.hop_budget(dense, spec)
@@ -239,7 +241,7 @@ def _trace(retriever: Retriever, question: str, spec: SearchSpec, qvec: np.ndarr
     added = sum(1 for fate, _ in outcome.values() if fate is Room.FITS)
     ranks.append(Rank("hop candidates", _place(note, ranked), len(ranked), added))
     sizes = {n: int(table.tokens[best[0]]) for n in ranked if (best := table.best_chunk(n, qvec)) is not None}
-    return _Trace(every, found, first, offers, ranked, outcome, sizes, budget, tuple(ranks))
+    return _Trace(every, found, first, offers, ranked, outcome, sizes, budget, tuple(ranks), seed_budget)
 
 
 def _place(note: str, ids: Iterable[str]) -> int | None:
@@ -280,7 +282,8 @@ def _cut(retriever: Retriever, question: str, spec: SearchSpec, trace: _Trace, n
         return Cut.NOT_INDEXED, "the index holds no chunk of it: run `vault2okf index` on the bundle"
     found = [h.note_id for h in trace.found]
     if note in found:
-        return _vector_cut(trace, spec.budget, note)
+        made = _vector_cut(trace, trace.seed_budget, note)
+        return made if trace.seed_budget == spec.budget else (made[0], f"{made[1]} (the seeds left room for a run)")
     if note in trace.outcome:
         return _hop_cut(trace, spec, note)
     stage = next((r for r in trace.ranks if r.rank is not None and r.stage in ("fused chunks", "vector chunks")), None)

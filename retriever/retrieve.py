@@ -264,16 +264,22 @@ class Retriever:
         """The vector stage's notes the budget keeps, best first. With ``spec.runs`` and a run of sessions between
         two of ``found``'s (``run_of``), the seeds leave the run room: they keep to the hop's budget less the run's
         notes and tokens (at least ``RUN_SEEDS_SHARE`` of its tokens), so the run is not starved by weaker seeds."""
+        return fit(found, self.seed_budget(question, found, dense, spec, passing))
+
+    def seed_budget(
+        self, question: str, found: list[Hit], dense: list[ChunkHit], spec: SearchSpec, passing: Passing | None
+    ) -> Budget:
+        """The budget the seeds keep to: ``spec.budget``, less a run's room with ``spec.runs`` (``seeds``)."""
         if not spec.runs or spec.mode is Mode.VECTOR:
-            return fit(found, spec.budget)
+            return spec.budget
         run = [n for n in self.run_of(question, found, passing) if n not in {h.note_id for h in found}]
         room = self.hop_budget(dense, spec)
         if not run or room.tokens is None:
-            return fit(found, spec.budget)
+            return spec.budget
         size = sum(int(self.table.tokens[rows[0]]) for n in run if (rows := self.table.rows_of.get(n)))
         tokens = max(room.tokens - size, int(room.tokens * RUN_SEEDS_SHARE))
         notes = None if spec.budget.notes is None else max(spec.budget.notes - len(run), 1)
-        return fit(found, Budget(notes, tokens if spec.budget.tokens is None else min(tokens, spec.budget.tokens)))
+        return Budget(notes, tokens if spec.budget.tokens is None else min(tokens, spec.budget.tokens))
 
     def run_of(self, question: str, found: Sequence[Hit], passing: Passing | None) -> list[str]:
         """The sessions between two of ``found``'s sessions naming what both name (``threads.session_runs``)."""

@@ -43,7 +43,7 @@ from retriever.spec import (
     left_out_notice,
 )  # fmt: skip
 from retriever.store import ChunkHit, ChunkStore
-from retriever.threads import SessionThreads, Terms, session_runs
+from retriever.threads import SessionThreads, Terms, parallel_series, session_runs
 from vault2okf.protocol import state_dir
 
 _CONTEXT_RANKERS = frozenset({"context", "rrf", "rrf-lex"})
@@ -172,6 +172,11 @@ class Retriever:
         return {session: frozenset(notes) for session, notes in named.items()}
 
     @cached_property
+    def parallel(self) -> dict[str, frozenset[str]]:
+        """Session folder -> the folders telling the same sessions (``threads.parallel_series``)."""
+        return parallel_series(self.graph, self.session_named)
+
+    @cached_property
     def titles(self) -> dict[str, str]:
         return {note: c.title for note, c in self.graph.concepts.items()}
 
@@ -222,7 +227,7 @@ class Retriever:
         if spec.mode is not Mode.VECTOR and spec.threads:
             _ = self.session_threads
         if spec.mode is not Mode.VECTOR and spec.runs:
-            _ = self.session_named
+            _ = self.parallel
         if spec.mode is not Mode.VECTOR and spec.mention_edges:
             _ = self.mention_graph
         if spec.entities:
@@ -284,7 +289,7 @@ class Retriever:
     def run_of(self, question: str, found: Sequence[Hit], passing: Passing | None) -> list[str]:
         """The sessions between two of ``found``'s sessions naming what both name (``threads.session_runs``)."""
         asked = {n for n in self.names.find(question) if self.graph.concepts[n].session_key is None}
-        run = session_runs(self.graph, self.session_named, [h.note_id for h in found], asked)
+        run = session_runs(self.graph, self.session_named, [h.note_id for h in found], asked, self.parallel)
         return [n for n in run if passing is None or n in passing.notes]
 
     def vector_stage(

@@ -13,7 +13,7 @@ import pytest
 from retriever.graph import Concept, NoteGraph
 from retriever.mentions import MentionGraph, NameIndex, entity_queries
 from retriever.retrieve import DEFAULT_SPEC, MENTION_WEIGHT, Retriever, SearchSpec
-from retriever.threads import RUN_GAP, session_runs
+from retriever.threads import RUN_GAP, parallel_series, session_runs
 
 
 def _session(folder: str, n: int) -> Concept:
@@ -42,10 +42,25 @@ NAMED = {  # session -> the people it names
 }
 
 
+TWINS = {"Notes": frozenset({"Notes", "Recaps"}), "Recaps": frozenset({"Notes", "Recaps"})}
+
+
 def test_a_run_offers_the_sessions_between_that_name_its_people_in_either_series() -> None:
-    runs = session_runs(_campaign(), NAMED, ["Notes/Session 2", "Notes/Session 5", "People/Vex"])
+    runs = session_runs(_campaign(), NAMED, ["Notes/Session 2", "Notes/Session 5", "People/Vex"], parallel=TWINS)
     # between 2 and 5: Notes 3 (Vex), Recaps 4 (Orla), not Notes 4 (Tam only); and the ends told in the recaps
     assert runs == ["Recaps/Session 2", "Notes/Session 3", "Recaps/Session 4", "Recaps/Session 5"]
+    alone = session_runs(_campaign(), NAMED, ["Notes/Session 2", "Notes/Session 5"])  # two campaigns: one series
+    assert alone == ["Notes/Session 3"]
+
+
+def test_series_telling_the_same_sessions_are_parallel_and_campaigns_are_not() -> None:
+    graph = _campaign()
+    twins = {f"{f}/Session {n}": frozenset({"People/Vex", f"People/P{n}"}) for f in ("Notes", "Recaps")
+             for n in (1, 2, 3)}  # fmt: skip
+    assert parallel_series(graph, twins) == TWINS  # each pair shares 2 of 2: Jaccard 1
+    apart = {f"{f}/Session {n}": frozenset({*(f"People/{f}{n}{x}" for x in "abc"), "People/Vex"})
+             for f in ("Notes", "Recaps") for n in (1, 2, 3)}  # fmt: skip
+    assert parallel_series(graph, apart) == {}  # two campaigns naming a god each session: Jaccard 1/7
 
 
 def test_no_run_without_two_sessions_close_enough() -> None:
@@ -54,9 +69,8 @@ def test_no_run_without_two_sessions_close_enough() -> None:
     assert session_runs(graph, NAMED, ["Notes/Session 2", "Notes/Session 3"]) == []  # adjacent: nothing between
     far = {**NAMED, "Notes/Session 9": frozenset({"People/Vex", "People/Orla"})}
     assert RUN_GAP < 9 - 2 and session_runs(graph, far, ["Notes/Session 2", "Notes/Session 9"]) == []
-    assert session_runs(graph, NAMED, ["Notes/Session 2", "Notes/Session 5"], asked=["People/Tam"])[2] == (
-        "Notes/Session 4"
-    )  # a person the question names joins the run's cast
+    asked = session_runs(graph, NAMED, ["Notes/Session 2", "Notes/Session 5"], asked=["People/Tam"], parallel=TWINS)
+    assert "Notes/Session 4" in asked  # a person the question names joins the run's cast
 
 
 def test_an_unlinked_mention_is_an_edge_both_ways_and_a_link_is_not() -> None:

@@ -90,9 +90,9 @@ def render(scores: dict[str, Any], names: list[str], load: str) -> str:
         "| held out | picked on the others | worst margin there | margin on held out |",
         "|---|---|---:|---:|",
     ]
-    for v in vaults if len(vaults) > 1 else ():
-        f = fold_frontier(scores, names, v)
-        lines.append(f"| {v} | `{f.chosen}` | {f.train_margin:+.3f} | {f.test_margin:+.3f} |")
+    folds = [fold_frontier(scores, names, v) for v in vaults] if len(vaults) > 1 else []
+    for f in folds:
+        lines.append(f"| {f.held_out} | `{f.chosen}` | {f.train_margin:+.3f} | {f.test_margin:+.3f} |")
     chosen, worst = pick_frontier(scores, names, vaults)
     fits_all = all(within(scores, v, chosen, FRONTIER) for v in vaults)
     over = "every budget" if fits_all else "@15 (no candidate spends no more than vector@5 and vector@10)"
@@ -113,7 +113,15 @@ def render(scores: dict[str, Any], names: list[str], load: str) -> str:
         f"{v}: " + (", ".join(f"dominated by `{d}`" for d in dominated(scores, v, "default", names)) or "yes")
         for v in vaults) + ".", ""]  # fmt: skip
     verdict = "keeps today's default" if chosen == "default" else f"picks `{chosen}` over today's default"
-    lines += [f"The blind selection {verdict}.", ""]
+    agree = [f.held_out for f in folds if f.chosen == chosen]
+    other = [f"{f.held_out} held out: `{f.chosen}`" for f in folds if f.chosen != chosen]
+    tie = [
+        n for n in names if n != chosen and abs(min(frontier_margin(scores, v, n, ks) for v in vaults) - worst) < 1e-9
+    ]
+    lines += [f"The selection on all vaults {verdict}; {len(agree)} of {len(folds)} folds pick it"
+              + (f" (otherwise {'; '.join(other)})" if other else "") + "."
+              + (f" Its worst margin ties {', '.join(f'`{n}`' for n in tie)}: the mean overall gain decided." if tie
+                 else ""), ""]  # fmt: skip
     return "\n".join(lines)
 
 

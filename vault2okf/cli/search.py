@@ -10,7 +10,7 @@ import typer
 
 from retriever.spec import SearchSpec, left_out_notice
 from vault2okf.cli.options import BUNDLE, CHROMA_URL, QUESTION, check_question, open_retriever, search_options
-from vault2okf.cli.render import hit_lines, notes
+from vault2okf.cli.render import echo, hit_lines, notes
 from vault2okf.cli.through import NO_SERVER, search_through_server
 
 
@@ -54,7 +54,7 @@ def search_cmd(
                    "timings_ms": retrieval.timings, "hits": [h.to_json() for h in retrieval.hits]}  # fmt: skip
         if explained is not None:
             payload["explain"] = explained
-        typer.echo(json.dumps(payload, indent=2, ensure_ascii=False))
+        echo(json.dumps(payload, indent=2, ensure_ascii=False))
         return
     for line in hit_lines(retrieval):
         typer.echo(line)
@@ -62,9 +62,9 @@ def search_cmd(
     if explained is not None:
         from retriever.explain import explanation_lines
 
-        typer.echo("")
+        echo("")
         for line in explanation_lines(explained):
-            typer.echo(line)
+            echo(line)  # titles and paths from the vault
 
 
 def check_note(bundle: Path, note: str) -> None:

@@ -38,25 +38,25 @@ class Candidate:
 Scores = Mapping[str, Mapping[str, Mapping[str, Any]]]
 
 
-def tier_gains(scores: Scores, vault: str, method: str) -> dict[str, float]:
+def tier_gains(scores: Scores, vault: str, method: str, reference: str = REFERENCE) -> dict[str, float]:
     """Recall gain over the reference per tier present, and ``overall``."""
-    ours, ref = scores[vault][method], scores[vault][REFERENCE]
+    ours, ref = scores[vault][method], scores[vault][reference]
     gains = {t: ours["tiers"][t]["recall"] - ref["tiers"][t]["recall"] for t in ref["tiers"] if t in ours["tiers"]}
     gains["overall"] = ours["overall"]["recall"] - ref["overall"]["recall"]
     return gains
 
 
-def margin(scores: Scores, vault: str, method: str) -> float:
+def margin(scores: Scores, vault: str, method: str, reference: str = REFERENCE) -> float:
     """The worst of the synthesis/temporal gains and a lookup loss; 0 when the vault has none of them."""
-    gains = tier_gains(scores, vault, method)
+    gains = tier_gains(scores, vault, method, reference)
     counted = [gains[t] for t in GAIN_TIERS if t in gains]
     if gains.get("lookup", 0.0) < 0:
         counted.append(gains["lookup"])
     return min(counted, default=0.0)
 
 
-def spends_no_more(scores: Scores, vault: str, method: str, slack: float = 1e-9) -> bool:
-    ours, ref = scores[vault][method]["budget"], scores[vault][REFERENCE]["budget"]
+def spends_no_more(scores: Scores, vault: str, method: str, slack: float = 1e-9, reference: str = REFERENCE) -> bool:
+    ours, ref = scores[vault][method]["budget"], scores[vault][reference]["budget"]
     return ours["tokens"] <= ref["tokens"] + slack
 
 
@@ -96,3 +96,58 @@ def fold(scores: Scores, candidates: Sequence[Candidate], held_out: str) -> Fold
     return Fold(
         held_out, chosen, train_margin, margin(scores, held_out, chosen.name), tier_gains(scores, held_out, chosen.name)
     )
+
+
+# The frontier (issue 37): a candidate is scored at several budgets, each matched to vector@k (its hop capped at
+# vector@k's tokens, question by question: the method ``NAME@k``), against ``vector@k``.
+FRONTIER = (5, 10, 15)
+
+
+def at(name: str, k: int) -> str:
+    return f"{name}@{k}"
+
+
+def frontier_margin(scores: Scores, vault: str, name: str, ks: Sequence[int] = FRONTIER) -> float:
+    """The worst tier margin of ``name`` over vector@k, over the budgets ``ks``."""
+    return min(margin(scores, vault, at(name, k), at("vector", k)) for k in ks)
+
+
+def within(scores: Scores, vault: str, name: str, ks: Sequence[int]) -> bool:
+    """``name`` spends no more tokens on average than vector@k at every k of ``ks``."""
+    return all(spends_no_more(scores, vault, at(name, k), reference=at("vector", k)) for k in ks)
+
+
+def pick_frontier(
+    scores: Scores, names: Sequence[str], vaults: Sequence[str], ks: Sequence[int] = FRONTIER
+) -> tuple[str, float]:
+    """The candidate with the best worst margin over ``vaults`` x ``ks`` x tiers among those that spend no more
+    than vector@k at every k on every vault (none: at the largest k alone), ties to the higher mean overall gain."""
+    for budgets in (ks, ks[-1:]):
+        fits = [n for n in names if all(within(scores, v, n, budgets) for v in vaults)]
+        if fits:
+            break
+    else:
+        raise ValueError("no candidate spends no more tokens than vector@k on every vault")
+
+    def key(name: str) -> tuple[float, float]:
+        worst = min(frontier_margin(scores, v, name, budgets) for v in vaults)
+        mean = sum(tier_gains(scores, v, at(name, k), at("vector", k))["overall"] for v in vaults for k in budgets)
+        return round(worst, 9), round(mean / (len(vaults) * len(budgets)), 9)
+
+    best = max(fits, key=key)
+    return best, key(best)[0]
+
+
+@dataclass(frozen=True)
+class FrontierFold:
+    held_out: str
+    chosen: str
+    train_margin: float
+    test_margin: float  # its worst margin on the held-out vault over the budgets it was chosen at
+
+
+def fold_frontier(scores: Scores, names: Sequence[str], held_out: str, ks: Sequence[int] = FRONTIER) -> FrontierFold:
+    train = [v for v in scores if v != held_out]
+    chosen, train_margin = pick_frontier(scores, names, train, ks)
+    budgets = ks if all(within(scores, v, chosen, ks) for v in train) else ks[-1:]
+    return FrontierFold(held_out, chosen, train_margin, frontier_margin(scores, held_out, chosen, budgets))

@@ -104,3 +104,60 @@ class SessionMentions:
         """Sessions naming any of ``notes``, each once, in session order."""
         found = {s for note in notes for s in self.sessions_of.get(note, ())}
         return sorted(found, key=self.position.__getitem__)
+
+
+@dataclass
+class MentionGraph:
+    """Unlinked mentions as undirected edges: note -> the notes it names or that name it, without a link either way
+    (``SearchSpec.mention_edges``)."""
+
+    edges: dict[str, frozenset[str]]
+
+    @classmethod
+    def build(cls, graph: NoteGraph, names: NameIndex, texts: Mapping[str, Iterable[str]]) -> MentionGraph:
+        """``texts``: note id -> its chunk texts (each opens with the note's own title, which names nothing new)."""
+        edges: dict[str, set[str]] = defaultdict(set)
+        for note, chunks in texts.items():
+            linked = graph.neighbours.get(note, {})
+            for named in names.find("\n".join(chunks)):
+                if named != note and named not in linked:
+                    edges[note].add(named)
+                    edges[named].add(note)
+        return cls({note: frozenset(found) for note, found in edges.items()})
+
+    def of(self, note: str) -> frozenset[str]:
+        return self.edges.get(note, frozenset())
+
+
+_QUOTED = re.compile(r"\"([^\"]{2,80})\"|“([^”]{2,80})”")
+_CAPITALISED = re.compile(r"[A-Z][\w'’-]*(?:\s+(?:of|the|de|du|von|van|la|le)?\s*[A-Z][\w'’-]*)*")
+_NOT_NAMES = frozenset(
+    """i a an the what who whom whose when where which why how did does do is are was were after before in on at
+    from to of and or but if then once during since until between across over with by for my our we us me you your
+    he she they his her their it its this that these those""".split()  # noqa: SIM905
+)
+_SENTENCE_END = re.compile(r"[.?!:;]\s+|[-–—]\s+")
+_POSSESSIVE = re.compile(r"['’]s?$")
+MAX_ENTITIES = 4
+
+
+def entity_queries(question: str, names: NameIndex, titles: Mapping[str, str]) -> list[str]:
+    """The question's quoted phrases, the titles of the notes it names, and its capitalised names (runs of
+    capitalised words that are not question words), each once, at most ``MAX_ENTITIES`` (``SearchSpec.entities``)."""
+    found: list[str] = [next(g for g in m.groups() if g) for m in _QUOTED.finditer(question)]
+    found = [_POSSESSIVE.sub("", f) for f in found]
+    found += [titles[n] for n, _ in sorted(names.find(question).items(), key=lambda kv: -kv[1]) if n in titles]
+    starts = {0} | {m.end() for m in _SENTENCE_END.finditer(question)}
+    for match in _CAPITALISED.finditer(question):
+        words = match.group(0).split()
+        if match.start() in starts:  # a sentence's first word is capitalised whatever it is
+            words = words[1:]
+        while words and words[0].casefold() in _NOT_NAMES:
+            words = words[1:]
+        phrase = _POSSESSIVE.sub("", " ".join(words))
+        if phrase and (len(words) > 1 or len(phrase) >= MIN_CHARS):
+            found.append(phrase)
+    seen: dict[str, str] = {}
+    for phrase in found:
+        seen.setdefault(" ".join(fold_words(phrase)), phrase.strip())
+    return [p for key, p in seen.items() if key and key != " ".join(fold_words(question))][:MAX_ENTITIES]

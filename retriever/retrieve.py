@@ -16,6 +16,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from enum import StrEnum
 from functools import cached_property
 from pathlib import Path
 
@@ -26,7 +27,7 @@ from retriever.errors import RetrieverError, check_decodable
 from retriever.filters import NoteFilter
 from retriever.graph import GraphAnalytics, NoteGraph, load_analytics, read_graph
 from retriever.memory import ChunkTable, ContextVectors, Lexical, SavedLexical, read_lexical
-from retriever.mentions import NameIndex, SessionMentions
+from retriever.mentions import MentionGraph, NameIndex, SessionMentions, entity_queries
 from retriever.rankers import RANKERS, HopInput, order, rrf
 from retriever.spec import (
     DEFAULT_RANKER,
@@ -42,7 +43,7 @@ from retriever.spec import (
     left_out_notice,
 )  # fmt: skip
 from retriever.store import ChunkHit, ChunkStore
-from retriever.threads import SessionThreads, Terms
+from retriever.threads import SessionThreads, Terms, parallel_series, session_runs
 from vault2okf.protocol import state_dir
 
 _CONTEXT_RANKERS = frozenset({"context", "rrf", "rrf-lex"})
@@ -62,6 +63,9 @@ class Passing:
     rows: np.ndarray  # int64
 
 
+MENTION_WEIGHT = 0.5  # the hop score of a note an unlinked mention alone offers, against a linked one
+ENTITY_WEIGHT = 0.5  # the weight of the question's entity sub-queries in the hybrid seeds, all together
+RUN_SEEDS_SHARE = 0.5  # with `runs`, the seeds keep at least this share of the hop's tokens when making room
 PASSING_CACHED = 64  # filters whose notes a Retriever keeps (a server sees many; each costs a row array)
 
 
@@ -171,6 +175,28 @@ class Retriever:
     def session_threads(self) -> SessionThreads:
         return SessionThreads.build(self.graph, self.session_mentions, self._note_texts())
 
+    @cached_property
+    def mention_graph(self) -> MentionGraph:
+        return MentionGraph.build(self.graph, self.names, self._note_texts())
+
+    @cached_property
+    def session_named(self) -> dict[str, frozenset[str]]:
+        """Session note -> the notes it names or links (``session_mentions`` turned around)."""
+        named: dict[str, set[str]] = {}
+        for note, sessions in self.session_mentions.sessions_of.items():
+            for session in sessions:
+                named.setdefault(session, set()).add(note)
+        return {session: frozenset(notes) for session, notes in named.items()}
+
+    @cached_property
+    def parallel(self) -> dict[str, frozenset[str]]:
+        """Session folder -> the folders telling the same sessions (``threads.parallel_series``)."""
+        return parallel_series(self.graph, self.session_named)
+
+    @cached_property
+    def titles(self) -> dict[str, str]:
+        return {note: c.title for note, c in self.graph.concepts.items()}
+
     def passing(self, filters: NoteFilter) -> Passing | None:
         """The notes and chunk rows ``filters`` lets through, worked out once per filter; None for the empty
         filter (every note: the search then runs exactly as it does without filters)."""
@@ -217,6 +243,12 @@ class Retriever:
             _ = self.names
         if spec.mode is not Mode.VECTOR and spec.threads:
             _ = self.session_threads
+        if spec.mode is not Mode.VECTOR and spec.runs:
+            _ = self.parallel
+        if spec.mode is not Mode.VECTOR and spec.mention_edges:
+            _ = self.mention_graph
+        if spec.entities:
+            _ = self.names
 
     def embed(self, question: str) -> np.ndarray:
         return np.asarray(self.embedder.embed_query(question), dtype=np.float32)
@@ -237,25 +269,56 @@ class Retriever:
         passing = self.passing(spec.filters)
         rows = None if passing is None else passing.rows
         dense = self.table.nearest(qvec, max(_dense_k(spec.vector_k, spec.seeds, spec.dedup), match or 0), rows)
-        found = self._vector(question, dense, spec, passing)
-        first = _fit(found, spec.budget)
+        found = self.vector_stage(question, dense, spec, passing)
+        first = self.seeds(question, found, dense, spec, passing)
         timings["vector_ms"] = _ms(t)
         hits = first
         if spec.mode is not Mode.VECTOR:
             t = time.perf_counter()
-            hits = first + self._hop(question, qvec, first, spec, self._budget(dense, spec), passing)
+            hits = first + self._hop(question, qvec, first, spec, self.hop_budget(dense, spec), passing, found)
             timings["hop_ms"] = _ms(t)
         timings["retrieve_ms"] = round(sum(v for key, v in timings.items() if key != "embed_ms"), 3)
         ranker = None if spec.mode is Mode.VECTOR else spec.ranker
         return Retrieval(tuple(hits), spec.mode, spec.k, ranker, timings, left_out=len(found) - len(first))
 
-    def _vector(self, question: str, dense: list[ChunkHit], spec: SearchSpec, passing: Passing | None) -> list[Hit]:
+    def seeds(
+        self, question: str, found: list[Hit], dense: list[ChunkHit], spec: SearchSpec, passing: Passing | None
+    ) -> list[Hit]:
+        """The vector stage's notes the budget keeps, best first. With ``spec.runs`` and a run of sessions between
+        two of ``found``'s (``run_of``), the seeds leave the run room: they keep to the hop's budget less the run's
+        notes and tokens (at least ``RUN_SEEDS_SHARE`` of its tokens), so the run is not starved by weaker seeds."""
+        return fit(found, self.seed_budget(question, found, dense, spec, passing))
+
+    def seed_budget(
+        self, question: str, found: list[Hit], dense: list[ChunkHit], spec: SearchSpec, passing: Passing | None
+    ) -> Budget:
+        """The budget the seeds keep to: ``spec.budget``, less a run's room with ``spec.runs`` (``seeds``)."""
+        if not spec.runs or spec.mode is Mode.VECTOR:
+            return spec.budget
+        run = [n for n in self.run_of(question, found, passing) if n not in {h.note_id for h in found}]
+        room = self.hop_budget(dense, spec)
+        if not run or room.tokens is None:
+            return spec.budget
+        size = sum(int(self.table.tokens[rows[0]]) for n in run if (rows := self.table.rows_of.get(n)))
+        tokens = max(room.tokens - size, int(room.tokens * RUN_SEEDS_SHARE))
+        notes = None if spec.budget.notes is None else max(spec.budget.notes - len(run), 1)
+        return Budget(notes, tokens if spec.budget.tokens is None else min(tokens, spec.budget.tokens))
+
+    def run_of(self, question: str, found: Sequence[Hit], passing: Passing | None) -> list[str]:
+        """The sessions between two of ``found``'s sessions naming what both name (``threads.session_runs``)."""
+        asked = {n for n in self.names.find(question) if self.graph.concepts[n].session_key is None}
+        run = session_runs(self.graph, self.session_named, [h.note_id for h in found], asked, self.parallel)
+        return [n for n in run if passing is None or n in passing.notes]
+
+    def vector_stage(
+        self, question: str, dense: list[ChunkHit], spec: SearchSpec, passing: Passing | None
+    ) -> list[Hit]:
         """The vector stage's notes, from ``dense``: the nearest chunks (of the notes ``passing``), at least
         ``_dense_k`` of them, best first."""
         k = spec.vector_k
         wide = k * 3 if spec.dedup else k  # enough chunks to find k distinct notes
         hybrid = spec.seeds is Seeds.HYBRID
-        chunks = self._hybrid(question, dense[: k * 3], wide, spec.phrases, passing) if hybrid else dense[:wide]
+        chunks = self._hybrid(question, dense[: k * 3], wide, spec, passing) if hybrid else dense[:wide]
         if spec.dedup:
             chunks = _best_per_note(chunks, k)
         by_note: dict[str, list[ChunkHit]] = {}
@@ -264,19 +327,36 @@ class Retriever:
         return [self._hit(note, group) for note, group in by_note.items()]
 
     def _hybrid(
-        self, question: str, wide: list[ChunkHit], k: int, phrases: bool, passing: Passing | None
+        self, question: str, wide: list[ChunkHit], k: int, spec: SearchSpec, passing: Passing | None
     ) -> list[ChunkHit]:
         """The 3k nearest chunks and the 3k best BM25 chunks (of the notes ``passing``), fused by reciprocal rank;
-        the top k."""
+        the top k. With ``spec.entities`` each entity of the question is fused the same way on its own and added
+        at ``ENTITY_WEIGHT`` (shared among them)."""
+        fused = self.fused(wide, self.lexical_scores(question, spec.phrases, passing), k)
+        entities = entity_queries(question, self.names, self.titles) if spec.entities else []
+        rows = None if passing is None else passing.rows
+        for entity in entities:
+            near = self.table.nearest(self.embed(entity), len(wide), rows)
+            own = self.fused(near, self.lexical_scores(entity, spec.phrases, passing), k)
+            for cid, score in own.items():
+                fused[cid] = fused.get(cid, 0.0) + score * ENTITY_WEIGHT / len(entities)
+            wide = [*wide, *(c for c in near if c.chunk_id not in {w.chunk_id for w in wide})]
+        known = {c.chunk_id: c for c in wide}
+        return [known.get(cid) or self._chunk_hit(cid, fused[cid]) for cid in order(fused)[:k]]
+
+    def lexical_scores(self, question: str, phrases: bool, passing: Passing | None) -> np.ndarray:
+        """Every chunk's BM25 score for ``question``; zero for a chunk of a note the filter stops."""
         lex = self.lexical.chunk_scores(question, phrases=phrases)
-        if passing is not None:  # a chunk of a note the filter stops scores nothing
+        if passing is not None:
             kept = np.zeros_like(lex)
             kept[passing.rows] = lex[passing.rows]
             lex = kept
+        return lex
+
+    def fused(self, wide: list[ChunkHit], lex: np.ndarray, k: int) -> dict[str, float]:
+        """The ``wide`` nearest chunks and the 3k best BM25 chunks, fused by reciprocal rank (chunk id -> score)."""
         top_lex = [int(i) for i in np.argsort(-lex, kind="stable")[: k * 3] if lex[i] > 0]
-        fused = rrf([c.chunk_id for c in wide], [self.table.ids[row] for row in top_lex])
-        known = {c.chunk_id: c for c in wide}
-        return [known.get(cid) or self._chunk_hit(cid, fused[cid]) for cid in order(fused)[:k]]
+        return rrf([c.chunk_id for c in wide], [self.table.ids[row] for row in top_lex])
 
     def _chunk_hit(self, chunk_id: str, score: float) -> ChunkHit:
         row = self.row_of[chunk_id]
@@ -302,7 +382,7 @@ class Retriever:
             concept=c,
         )
 
-    def _budget(self, dense: list[ChunkHit], spec: SearchSpec) -> Budget:
+    def hop_budget(self, dense: list[ChunkHit], spec: SearchSpec) -> Budget:
         """The hop's budget for this question: ``spec.budget``, capped at vector@match's tokens when it asks so
         (the tokens of the ``match`` nearest chunks: a prefix of ``dense``, which holds at least that many)."""
         if spec.budget.match is None:
@@ -317,35 +397,70 @@ class Retriever:
         spec: SearchSpec,
         budget: Budget,
         passing: Passing | None = None,
+        found: list[Hit] | None = None,
     ) -> list[Hit]:
         """The hop's notes: the seeds' neighbours (and sessions, named notes, thread), only those ``passing``."""
-        seeds = {h.note_id: h.score for h in first}
+        ranked, scores = self.hop_order(question, qvec, first, spec, passing, found)
+        if not ranked:
+            return []
+        added = self.fill(qvec, ranked, scores, budget, len(first), sum(h.tokens for h in first))
+        return [replace(h, seed=self._reached_from(h.note_id, first, spec.sessions)) for h in added]
+
+    def hop_offers(
+        self, question: str, first: list[Hit], spec: SearchSpec, passing: Passing | None, found: list[Hit] | None = None
+    ) -> Offers:
+        """What the hop offers, by why: the seeds' links, their adjacent sessions (and, with ``mentions``, the
+        sessions naming them), the notes the question names, the thread; only notes ``passing``, no seed."""
+        seeds = [h.note_id for h in first]
         neighbours = {n for s in seeds for n in self.graph.neighbours.get(s, {})}
         sessions = {n for s in seeds for n in self.graph.adjacent_sessions(s)} if spec.sessions else set()
         named = set(self.names.find(question)) if spec.named or spec.mentions or spec.threads else set()
+        mentioned: set[str] = set()
         if spec.mentions:
             entities = [s for s in seeds if self.graph.concepts.get(s) and self.graph.concepts[s].session_key is None]
-            sessions |= set(self.session_mentions.sessions_naming([*entities, *sorted(named)]))
+            mentioned = set(self.session_mentions.sessions_naming([*entities, *sorted(named)]))
         thread = self.session_threads.follow(Terms.of(question, named), seeds) if spec.threads else []
         if not spec.named:
             named = set()
-        offered = neighbours | sessions | named | set(thread)
-        if passing is not None:
-            offered &= passing.notes
-            thread = [n for n in thread if n in passing.notes]
-        candidates = sorted(offered - set(seeds))
+        taken = set(seeds)
+
+        def kept(notes: set[str]) -> frozenset[str]:
+            return frozenset(n for n in notes if n not in taken and (passing is None or n in passing.notes))
+
+        thread = [n for n in thread if passing is None or n in passing.notes]
+        runs: list[str] = []
+        if spec.runs:
+            runs = [n for n in self.run_of(question, found or first, passing) if kept({n})]
+        edges = {n for s in seeds for n in self.mention_graph.of(s)} if spec.mention_edges else set()
+        return Offers(kept(neighbours), kept(sessions), kept(mentioned), kept(named), tuple(thread), tuple(runs),
+                      kept(edges))  # fmt: skip
+
+    def hop_order(
+        self,
+        question: str,
+        qvec: np.ndarray,
+        first: list[Hit],
+        spec: SearchSpec,
+        passing: Passing | None,
+        found: list[Hit] | None = None,
+    ) -> tuple[list[str], dict[str, float]]:
+        """The hop's candidates best first (the thread, then the run, in session order) and the ranker's scores;
+        ``found``: the vector stage's notes, the budget's seeds or not (a run lies between two of them)."""
+        offers = self.hop_offers(question, first, spec, passing, found)
+        candidates = sorted(offers.notes)
         if not candidates:
-            return []
+            return [], {}
         inp = HopInput(
-            question, qvec, seeds, self.graph, self.table,
+            question, qvec, {h.note_id: h.score for h in first}, self.graph, self.table,
             self.contexts if spec.ranker in _CONTEXT_RANKERS else None,
             lambda: self.lexical.note_scores(question, phrases=spec.phrases),
             lambda: self.analytics,
         )  # fmt: skip
         scores = RANKERS[spec.ranker](inp, candidates)
-        ranked = [*thread, *(n for n in order(scores) if n not in thread)]  # the thread first, in session order
-        added = self._fill(qvec, ranked, scores, budget, len(first), sum(h.tokens for h in first))
-        return [replace(h, seed=self._reached_from(h.note_id, first, spec.sessions)) for h in added]
+        for note in offers.mentioned_only:  # an unlinked mention weighs less than a link
+            scores[note] *= MENTION_WEIGHT
+        lead = list(dict.fromkeys([*offers.thread, *offers.runs]))  # the thread, then the run, in session order
+        return [*lead, *(n for n in order(scores) if n not in lead)], scores
 
     def _reached_from(self, note: str, first: list[Hit], sessions: bool) -> str | None:
         """The best-ranked seed that links ``note`` (either way) or is its adjacent session; None for a note the
@@ -357,38 +472,94 @@ class Retriever:
                 return seed.note_id
         return None
 
-    def _fill(
-        self, qvec: np.ndarray, ranked: list[str], scores: dict[str, float], budget: Budget, notes: int, tokens: int
+    def fill(
+        self,
+        qvec: np.ndarray,
+        ranked: list[str],
+        scores: dict[str, float],
+        budget: Budget,
+        notes: int,
+        tokens: int,
+        outcome: dict[str, tuple[Room, int]] | None = None,
     ) -> list[Hit]:
-        """Add neighbours best first while they fit the budget (a note too big for what is left is skipped)."""
+        """Add neighbours best first while they fit the budget (a note too big for what is left is skipped).
+        ``outcome`` gets each note's fate and the tokens spent before it (``retriever.explain``)."""
         added: list[Hit] = []
-        for note in ranked:
-            if budget.notes is not None and notes + len(added) >= budget.notes:
+        for i, note in enumerate(ranked):
+            if room(budget, notes + len(added), tokens, 0) is Room.CAP:
+                if outcome is not None:
+                    outcome.update((n, (Room.CAP, tokens)) for n in ranked[i:])
                 break
             best = self.table.best_chunk(note, qvec)
             if best is None:
                 continue
             row = best[0]
             size = int(self.table.tokens[row])
-            if budget.tokens is not None and tokens + size > budget.tokens:
+            fate = room(budget, notes + len(added), tokens, size)
+            if outcome is not None:
+                outcome[note] = (fate, tokens)
+            if fate is not Room.FITS:
                 continue
             tokens += size
             added.append(self._make_hit(note, scores[note], Via.HOP, [(self.table.texts[row], size)]))
         return added
 
 
-def _fit(hits: list[Hit], budget: Budget) -> list[Hit]:
+def fit(hits: list[Hit], budget: Budget) -> list[Hit]:
     """The vector stage's hits, best first, while they fit ``budget`` (one too big for what is left is skipped)."""
     kept: list[Hit] = []
     tokens = 0
     for hit in hits:
-        if budget.notes is not None and len(kept) >= budget.notes:
+        if room(budget, len(kept), tokens, 0) is Room.CAP:
             break
-        if budget.tokens is not None and tokens + hit.tokens > budget.tokens:
+        if room(budget, len(kept), tokens, hit.tokens) is not Room.FITS:
             continue
         tokens += hit.tokens
         kept.append(hit)
     return kept
+
+
+class Room(StrEnum):
+    """Whether a note of some size fits a budget that already holds some notes and tokens."""
+
+    FITS = "fits"
+    CAP = "cap"  # the budget's notes are all taken
+    BUDGET = "budget"  # too many tokens for what is left
+
+
+def room(budget: Budget, notes: int, tokens: int, size: int) -> Room:
+    if budget.notes is not None and notes >= budget.notes:
+        return Room.CAP
+    if budget.tokens is not None and tokens + size > budget.tokens:
+        return Room.BUDGET
+    return Room.FITS
+
+
+@dataclass(frozen=True)
+class Offers:
+    """The notes the hop offers, by why (``Retriever.hop_offers``); a note may be offered for several reasons."""
+
+    links: frozenset[str]  # linked to or from a seed
+    sessions: frozenset[str]  # the previous or next session of a seed
+    mentions: frozenset[str]  # sessions that name a seed or a note the question names
+    named: frozenset[str]  # notes the question names
+    thread: tuple[str, ...]  # sessions carrying a seed's story thread, in session order
+    runs: tuple[str, ...] = ()  # sessions between two seed sessions naming what both name, in session order
+    edges: frozenset[str] = frozenset()  # notes a seed names without a link, or that name a seed
+
+    @property
+    def notes(self) -> frozenset[str]:
+        return self.linked | self.edges
+
+    @property
+    def linked(self) -> frozenset[str]:
+        """The notes offered for any reason but an unlinked mention."""
+        return self.links | self.sessions | self.mentions | self.named | frozenset(self.thread + self.runs)
+
+    @property
+    def mentioned_only(self) -> frozenset[str]:
+        """The notes offered for an unlinked mention alone."""
+        return self.edges - self.linked
 
 
 def _dense_k(k: int, seeds: Seeds, dedup: bool) -> int:

@@ -82,7 +82,12 @@ class SearchSpec:
     the k best *notes* (each by its best chunk) instead of the k best chunks, so one long note cannot fill several
     of k's slots. ``phrases`` lets the question's adjacent word pairs score as phrases in every BM25 (hybrid seeds,
     the lexical rankers). ``filters`` (``retriever.filters``) limits every stage to the notes that pass: the vector
-    stage finds its k among them (dense and BM25 alike), the hop offers only them; the budget is the same. Strings
+    stage finds its k among them (dense and BM25 alike), the hop offers only them; the budget is the same.
+    Issue 37's options (off by default): ``runs`` first offers, in session order, the sessions between two seed
+    sessions of one series that name a note both of them name (the run's people, places, objects) or one the
+    question names; ``mention_edges`` makes an unlinked mention (a note naming another by title or alias) a hop
+    edge both ways, its candidates' scores halved below the links'; ``entities`` searches the question's named notes,
+    capitalised names and quoted phrases on their own (dense and BM25, hybrid seeds) and fuses them in. Strings
     are accepted for the enums; a value outside their sets, or an unknown ranker, is a ``RetrieverError``.
     """
 
@@ -98,6 +103,9 @@ class SearchSpec:
     threads: bool = False
     phrases: bool = False
     filters: NoteFilter = NoteFilter()
+    runs: bool = False
+    mention_edges: bool = False
+    entities: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mode", _member(Mode, self.mode, "mode"))

@@ -18,6 +18,7 @@ series scores the IDF of the specific terms it shares; the ``THREAD_MAX`` best a
 from __future__ import annotations
 
 import math
+import posixpath
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -99,3 +100,87 @@ class SessionThreads:
 def _idf(n: int, df: int) -> float:
     """Robertson and Sparck Jones' IDF of a term ``df`` of ``n`` documents hold: positive below half of them."""
     return math.log((n - df + 0.5) / (df + 0.5))
+
+
+RUN_GAP = 5  # sessions two seed sessions may lie apart for the ones between to be a run (runs of 3 to 6)
+RUN_MAX = 6  # sessions of a run offered, at most (those naming most of what the two ends share)
+TWIN_OVERLAP = 0.25  # two series tell the same sessions when their same-numbered sessions share this much
+
+
+def parallel_series(graph: NoteGraph, named_in: Mapping[str, frozenset[str]]) -> dict[str, frozenset[str]]:
+    """Session folder -> the folders telling the same sessions (itself included): two series are parallel when
+    their sessions of the same session key (date, number) name mostly the same notes (median Jaccard of at least
+    ``TWIN_OVERLAP`` over two or more such pairs), as a player's notes and the GM's recaps do; several campaigns
+    numbering their own sessions from 1 are not (their sessions name other people)."""
+    by_key: dict[tuple[str, int], list[str]] = defaultdict(list)
+    for c in graph.concepts.values():
+        if c.session_key is not None:
+            by_key[c.session_key].append(c.id)
+    overlaps: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for notes in by_key.values():
+        for i, a in enumerate(notes):
+            for b in notes[i + 1 :]:
+                fa, fb = sorted((_folder(graph, a), _folder(graph, b)))
+                x, y = named_in.get(a, frozenset()), named_in.get(b, frozenset())
+                if fa != fb and x | y:  # two sessions naming nothing say nothing
+                    overlaps[(fa, fb)].append(len(x & y) / len(x | y))
+    group: dict[str, set[str]] = {}
+    for (fa, fb), found in sorted(overlaps.items()):
+        if len(found) >= 2 and sorted(found)[len(found) // 2] >= TWIN_OVERLAP:
+            joined = group.get(fa, {fa}) | group.get(fb, {fb})
+            for folder in joined:
+                group[folder] = joined
+    return {folder: frozenset(members) for folder, members in group.items()}
+
+
+def _folder(graph: NoteGraph, note: str) -> str:
+    return posixpath.dirname(graph.concepts[note].vault_path)
+
+
+def session_runs(
+    graph: NoteGraph,
+    named_in: Mapping[str, frozenset[str]],
+    seeds: Iterable[str],
+    asked: Iterable[str] = (),
+    parallel: Mapping[str, frozenset[str]] | None = None,
+) -> list[str]:
+    """The sessions between two seed sessions of one timeline (consecutive among the seeds' sessions, at most
+    ``RUN_GAP`` apart) that name a note both ends name, or one the question names (``asked``): the run's people,
+    places and objects; the ``RUN_MAX`` naming most of them, in session order (``SearchSpec.runs``). A timeline is a
+    series (the session notes of one folder) and the series ``parallel`` to it (``parallel_series``): sessions are
+    placed by session key across them, so a player's notes and the GM's recaps of the same sessions are both
+    offered, and the ends' own sessions in the other series too (first: they tell the run's ends); the series
+    holding more seeds first on a tie. ``named_in``: session -> the notes it names or links."""
+    parallel = parallel or {}
+    seeds = [s for s in seeds if graph.concepts.get(s) and graph.concepts[s].session_key is not None]
+    timelines: dict[frozenset[str], list[str]] = defaultdict(list)
+    for s in seeds:
+        folder = _folder(graph, s)
+        timelines[parallel.get(folder, frozenset({folder}))].append(s)
+    held: dict[str, int] = defaultdict(int)
+    for s in seeds:
+        held[_folder(graph, s)] += 1
+    asked = frozenset(asked)
+    scores: dict[str, tuple[int, int]] = {}
+    for folders, ends_of in timelines.items():
+        at: dict[tuple[str, int], list[str]] = defaultdict(list)
+        for c in graph.concepts.values():
+            if c.session_key is not None and posixpath.dirname(c.vault_path) in folders:
+                at[c.session_key].append(c.id)
+        keys = sorted(at)
+        place = {key: i for i, key in enumerate(keys)}
+        ends = sorted({place[graph.concepts[s].session_key] for s in ends_of})  # type: ignore[index]
+        for a, b in zip(ends, ends[1:], strict=False):
+            if not 1 < b - a <= RUN_GAP:
+                continue
+            left = frozenset().union(*(named_in.get(s, frozenset()) for s in at[keys[a]]))
+            right = frozenset().union(*(named_in.get(s, frozenset()) for s in at[keys[b]]))
+            cast = frozenset(n for n in (left & right) | asked
+                             if graph.concepts.get(n) and graph.concepts[n].session_key is None)  # fmt: skip
+            for i in range(a, b + 1):  # the ends too: the same session told in a parallel series
+                for between in at[keys[i]]:
+                    shared = len(named_in.get(between, frozenset()) & cast) if a < i < b else len(cast)
+                    if shared and between not in seeds:
+                        scores[between] = max(scores.get(between, (0, 0)), (shared, held[_folder(graph, between)]))
+    best = sorted(scores, key=lambda s: (-scores[s][0], -scores[s][1], s))[:RUN_MAX]
+    return sorted(best, key=lambda s: (graph.concepts[s].session_key or ("", -1), s))

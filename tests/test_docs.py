@@ -25,7 +25,8 @@ INLINE = re.compile(r"`[^`\n]*`")
 
 EVERYDAY = ("--k", "--mode", "--max-notes", "--max-tokens", "--type", "--tag", "--folder", "--since", "--until")
 EXPERIMENTAL = (
-    "--match-vector", "--ranker", "--seeds", "--dedup", "--sessions", "--mentions", "--named", "--threads", "--phrases"
+    "--match-vector", "--ranker", "--seeds", "--dedup", "--sessions", "--mentions", "--named", "--threads", "--phrases",
+    "--runs", "--mention-edges", "--entities",
 )  # fmt: skip
 ANSWER = ("--llm", "--model", "--answer-tokens")
 

@@ -59,3 +59,32 @@ def test_threads_and_phrases_count_as_options_switched_on():
     plain = {"seeds": "dense", "mentions": False, "named": False, "dedup": False, "threads": False, "phrases": False}
     assert Candidate("plain", plain).extras == 0
     assert Candidate("phrased", {**plain, "seeds": "hybrid", "phrases": True, "threads": True}).extras == 3
+
+
+def _frontier() -> dict:
+    """Two vaults, vector@k and two candidates at k = 5, 10, 15: ``steady`` gains a little at every budget, ``late``
+    gains a lot at @15 but loses synthesis at @5; ``dear`` gains most and reads more than vector@10 on vault b."""
+    scores: dict = {"a": {}, "b": {}}
+    for vault in scores:
+        for k, base in ((5, 0.4), (10, 0.5), (15, 0.6)):
+            tokens = 100.0 * k
+            scores[vault][f"vector@{k}"] = _summary(0.9, base, base, tokens)
+            scores[vault][f"steady@{k}"] = _summary(0.9, base + 0.05, base + 0.05, tokens)
+            scores[vault][f"late@{k}"] = _summary(0.9, base + (0.3 if k == 15 else -0.1), base + 0.3, tokens)
+            dear = tokens * (1.5 if vault == "b" and k == 10 else 1.0)
+            scores[vault][f"dear@{k}"] = _summary(0.9, base + 0.2, base + 0.2, dear)
+    return scores
+
+
+def test_the_frontier_margin_is_the_worst_over_budgets_and_the_pick_keeps_within_every_budget():
+    from eval.select import fold_frontier, frontier_margin, pick_frontier, within
+
+    scores = _frontier()
+    assert frontier_margin(scores, "a", "late") == pytest.approx(-0.1)  # its @5 synthesis loss
+    assert frontier_margin(scores, "a", "late", (15,)) == pytest.approx(0.3)
+    assert not within(scores, "b", "dear", (5, 10, 15)) and within(scores, "a", "dear", (5, 10, 15))
+    chosen, worst = pick_frontier(scores, ["steady", "late", "dear"], ["a", "b"])
+    assert chosen == "steady" and worst == pytest.approx(0.05)  # dear reads more at @10 on b; late loses at @5
+    assert pick_frontier(scores, ["dear", "late"], ["a"])[0] == "dear"
+    f = fold_frontier(scores, ["steady", "late", "dear"], "b")
+    assert (f.chosen, f.held_out) == ("dear", "b") and f.test_margin == pytest.approx(0.2)  # chosen on a alone

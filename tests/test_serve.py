@@ -8,6 +8,7 @@ import os
 import stat
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -302,3 +303,15 @@ def test_a_client_leaving_mid_stream_costs_the_server_nothing(server: Server) ->
     assert server.get("/health")["status"] == "ok"
     assert server.events({"question": QUESTION})[-1][0] == "done"
     assert "Traceback" not in server.errlog.read_text()
+
+
+def test_search_explains_a_note_as_in_process(server: Server, coa_bundle: Path) -> None:
+    from retriever.explain import explain
+    from retriever.retrieve import DEFAULT_SPEC, Retriever
+
+    found = server.post("/search", {"question": QUESTION, "k": 2, "explain": "Ashfall"})
+    spec = replace(DEFAULT_SPEC, k=2)
+    assert found["explain"] == explain(Retriever.open(coa_bundle), QUESTION, spec, "Ashfall").to_json()
+    assert "explain" not in server.post("/search", {"question": QUESTION})
+    status, _, body = server.request("/search", {"question": QUESTION, "explain": "No Such Note"})
+    assert status == 400 and "no note 'No Such Note' in the bundle" in body["error"]

@@ -38,6 +38,8 @@ def server(coa_bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         ["search"],
         ["search", "--max-notes", "2"],
         ["search", "--json", "--type", "NPC", "--folder", "NPCs"],
+        ["search", "--json", "--k", "2", "--explain", "Ashfall"],
+        ["search", "--k", "2", "--runs", "--explain", "Factions/PMC/Ashfall.md"],
         ["ask", "--llm", "extract", "--json", "--folder", "Sessions"],
         ["ask", "--llm", "extract", "--json"],
         ["ask", "--llm", "extract"],

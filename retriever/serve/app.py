@@ -170,7 +170,12 @@ def build_app(service: Service, *, base_url: str) -> Any:
             if snapshot.retriever is None:
                 raise Unavailable(f"{served.name} cannot be searched: {snapshot.error or 'it has no index'}")
             retrieval = snapshot.retriever.search(query.question, query.spec)
-            return search_json(query, served.name, retrieval, vault_name(served), snapshot.notices)
+            explained = None
+            if query.explain is not None:
+                from retriever.explain import explain
+
+                explained = explain(snapshot.retriever, query.question, query.spec, query.explain).to_json()
+            return search_json(query, served.name, retrieval, vault_name(served), snapshot.notices, explained)
 
         return JSONResponse(await service.run(run))
 

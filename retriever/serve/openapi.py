@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from retriever.serve.views import FILTER_KEYS, MAX_K, MAX_QUESTION, SPEC_FIELDS
+from retriever.serve.views import FILTER_KEYS, MAX_K, MAX_NOTE_REF, MAX_QUESTION, SPEC_FIELDS
 
 STR = {"type": "string"}
 NULLABLE_STR = {"type": ["string", "null"]}
@@ -34,6 +34,9 @@ QUERY = {
         "max_notes": {"type": ["integer", "null"], "minimum": 0},
         "max_tokens": {"type": ["integer", "null"], "minimum": 0},
         "match_vector": {"type": ["integer", "null"], "minimum": 0},
+        "explain": {"type": "string", "minLength": 1, "maxLength": MAX_NOTE_REF,
+                    "description": "A note id, title or vault path: the answer's `explain` says where it ranked in "
+                    "each stage, what cut it and the nearest setting that keeps it."},
         "filters": {
             "type": "object",
             "additionalProperties": False,
@@ -46,7 +49,9 @@ SEARCH = {
     "type": "object",
     "required": ["question", "bundle", "mode", "k", "notes", "tokens", "left_out", "timings_ms", "hits"],
     "properties": {"question": STR, "bundle": STR, "mode": STR, "k": INT, "notes": INT, "tokens": INT,
-                   "left_out": INT, "timings_ms": {"type": "object"}, "hits": {"type": "array", "items": HIT}},
+                   "left_out": INT, "timings_ms": {"type": "object"}, "hits": {"type": "array", "items": HIT},
+                   "explain": {"type": "object", "required": ["note_id", "kept", "stages", "reached", "cut", "why",
+                                                              "settings"]}},
 }  # fmt: skip
 ASK = {
     "type": "object",

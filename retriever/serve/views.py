@@ -19,8 +19,10 @@ from retriever.serve.library import BadRequest, NotFound, Served
 
 MAX_QUESTION = 2000  # characters
 MAX_K = 100
+MAX_NOTE_REF = 1000  # characters of the note `explain` names
 SNIPPET_CHARS = 300
-SPEC_FIELDS = ("mode", "seeds", "ranker", "sessions", "mentions", "named", "dedup", "threads", "phrases")
+SPEC_FIELDS = ("mode", "seeds", "ranker", "sessions", "mentions", "named", "dedup", "threads", "phrases", "runs",
+               "mention_edges", "entities")  # fmt: skip
 BUDGET_FIELDS = {"max_notes": "notes", "max_tokens": "tokens", "match_vector": "match"}
 FILTER_KEYS = {"type": list, "tag": list, "folder": list, "since": str, "until": str}
 
@@ -33,6 +35,7 @@ class Query:
     bundle: str | None
     spec: SearchSpec
     filters: NoteFilter
+    explain: str | None = None  # a note to explain (`search --explain`): where it ranked, what cut it
 
 
 def read_query(body: Any) -> Query:
@@ -47,12 +50,15 @@ def read_query(body: Any) -> Query:
     bundle = body.get("bundle")
     if bundle is not None and not isinstance(bundle, str):
         raise BadRequest('"bundle" must be a string: a name from /health')
-    known = {"question", "bundle", "k", "filters", *SPEC_FIELDS, *BUDGET_FIELDS}
+    known = {"question", "bundle", "k", "filters", "explain", *SPEC_FIELDS, *BUDGET_FIELDS}
     unknown = sorted(set(body) - known)
     if unknown:
         raise BadRequest(f"unknown field {unknown[0]!r}: the fields are {', '.join(sorted(known))}")
+    explain = body.get("explain")
+    if explain is not None and (not isinstance(explain, str) or not explain.strip() or len(explain) > MAX_NOTE_REF):
+        raise BadRequest(f'"explain" must be a note id, title or vault path (1 to {MAX_NOTE_REF} characters)')
     filters = read_filters(body.get("filters"))
-    return Query(question, bundle, replace(read_spec(body), filters=filters), filters)
+    return Query(question, bundle, replace(read_spec(body), filters=filters), filters, explain)
 
 
 def read_spec(body: Mapping[str, Any]) -> SearchSpec:
@@ -121,7 +127,15 @@ def hit_json(hit: Hit, vault: str | None) -> dict[str, Any]:
     }
 
 
-def search_json(query: Query, name: str, retrieval: Retrieval, vault: str | None, notices: tuple[str, ...]) -> dict:
+def search_json(
+    query: Query,
+    name: str,
+    retrieval: Retrieval,
+    vault: str | None,
+    notices: tuple[str, ...],
+    explained: dict[str, Any] | None = None,
+) -> dict:
+    """The `/search` answer; with ``explained`` (the body's ``explain``), the note's ``Explanation.to_json``."""
     return {
         "question": query.question,
         "bundle": name,
@@ -134,6 +148,7 @@ def search_json(query: Query, name: str, retrieval: Retrieval, vault: str | None
         "timings_ms": retrieval.timings,
         "hits": [hit_json(h, vault) for h in retrieval.hits],
         "notices": list(notices),
+        **({"explain": explained} if explained is not None else {}),
     }
 
 

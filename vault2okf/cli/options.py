@@ -101,6 +101,12 @@ def search_options(command: Callable[..., None]) -> Callable[..., None]:
             help="First offer the sessions of a retrieved session's series that share the question's rare terms.")),
         ("phrases", bool, typer.Option(D.phrases, "--phrases/--no-phrases", rich_help_panel=EXPERIMENTS,
             help="BM25 scores the question's adjacent words as phrases too.")),
+        ("runs", bool, typer.Option(D.runs, "--runs/--no-runs", rich_help_panel=EXPERIMENTS,
+            help="First offer the sessions between two retrieved sessions of a series that name what both name.")),
+        ("mention_edges", bool, typer.Option(D.mention_edges, "--mention-edges/--no-mention-edges",
+            rich_help_panel=EXPERIMENTS, help="A note naming another without a link is a hop edge (below links).")),
+        ("entities", bool, typer.Option(D.entities, "--entities/--no-entities", rich_help_panel=EXPERIMENTS,
+            help="Search the question's names and quoted phrases on their own too, fused (hybrid seeds).")),
     )  # fmt: skip
 
     def spec(values: dict[str, Any]) -> SearchSpec:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -20,21 +21,61 @@ def search_cmd(
     chroma_url: str | None = CHROMA_URL,
     as_json: bool = typer.Option(False, "--json", help="Print hits as JSON."),
     no_server: bool = NO_SERVER,
+    explain_note: str | None = typer.Option(
+        None,
+        "--explain",
+        metavar="NOTE",
+        help="Say why NOTE (an id, title or vault path) was or was not retrieved: its rank in each stage, what cut "
+        "it (filter, budget, cap, dedup, not reached) and the nearest setting that keeps it.",
+    ),
     *,
     spec: SearchSpec,
 ) -> None:
     """Retrieve the notes for QUESTION: each with score, via (vector | hop) and tokens."""
     check_question(question)
-    retrieval = search_through_server(bundle, question, spec, chroma_url=chroma_url, no_server=no_server)
-    if retrieval is None:  # no `vault2okf serve` holds the bundle (or --no-server): in this process
-        retrieval = open_retriever(bundle, chroma_url, spec).search(question, spec)
+    if explain_note is not None:
+        check_note(bundle, explain_note)
+    explained: dict[str, Any] | None = None
+    found = search_through_server(bundle, question, spec, chroma_url=chroma_url, no_server=no_server,
+                                  explain=explain_note)  # fmt: skip
+    if found is not None:
+        retrieval, explained = found
+    else:  # no `vault2okf serve` holds the bundle (or --no-server): in this process
+        retriever = open_retriever(bundle, chroma_url, spec)
+        retrieval = retriever.search(question, spec)
+        if explain_note is not None:
+            from retriever.explain import explain
+
+            explained = explain(retriever, question, spec, explain_note).to_json()
     notes([left_out_notice(retrieval, spec.budget)])
     if as_json:
         payload = {"question": question, "mode": retrieval.mode, "k": spec.k, "ranker": retrieval.ranker,
                    "notes": retrieval.notes, "tokens": retrieval.tokens, "left_out": retrieval.left_out,
                    "timings_ms": retrieval.timings, "hits": [h.to_json() for h in retrieval.hits]}  # fmt: skip
+        if explained is not None:
+            payload["explain"] = explained
         echo(json.dumps(payload, indent=2, ensure_ascii=False))
         return
     for line in hit_lines(retrieval):
         typer.echo(line)
     typer.echo(f"{retrieval.notes} notes, {retrieval.tokens} tokens, {retrieval.timings.get('retrieve_ms', 0):.1f} ms")
+    if explained is not None:
+        from retriever.explain import explanation_lines
+
+        echo("")
+        for line in explanation_lines(explained):
+            echo(line)  # titles and paths from the vault
+
+
+def check_note(bundle: Path, note: str) -> None:
+    """The note ``--explain`` names is one of the bundle's, before any model loads (a bundle that cannot be read
+    is said by the search itself)."""
+    from retriever.errors import RetrieverError
+    from retriever.explain import resolve_note
+    from retriever.graph import read_graph
+
+    try:
+        graph, _ = read_graph(bundle)
+    except (RetrieverError, OSError):
+        return
+    resolve_note(graph, note)

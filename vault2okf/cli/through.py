@@ -34,6 +34,7 @@ def spec_body(question: str, spec: Any, name: str) -> dict[str, Any]:
     return {"question": question, "bundle": name or None, "mode": str(spec.mode), "k": spec.k,
             "seeds": str(spec.seeds), "ranker": spec.ranker, "sessions": spec.sessions, "mentions": spec.mentions,
             "named": spec.named, "dedup": spec.dedup, "threads": spec.threads, "phrases": spec.phrases,
+            "runs": spec.runs, "mention_edges": spec.mention_edges, "entities": spec.entities,
             "max_notes": b.notes, "max_tokens": b.tokens, "match_vector": b.match,
             "filters": spec.filters.to_json()}  # fmt: skip
 
@@ -43,24 +44,31 @@ def _gone(address: Any, error: Exception) -> None:
 
 
 def search_through_server(
-    bundle: Path, question: str, spec: Any, *, chroma_url: str | None, no_server: bool
-) -> Any | None:
-    """The ``Retrieval`` the server holding ``bundle`` gives (its notes said as in-process), or None: run in
-    process (no server, ``--no-server``, or it stopped answering: one `note:` line)."""
+    bundle: Path, question: str, spec: Any, *, chroma_url: str | None, no_server: bool, explain: str | None = None
+) -> tuple[Any, dict[str, Any] | None] | None:
+    """The ``Retrieval`` the server holding ``bundle`` gives (its notes said as in-process) and its explanation of
+    the note ``explain`` names (None without one), or None: run in process (no server, ``--no-server``, or it
+    stopped answering: one `note:` line)."""
     address = _address(bundle, no_server, chroma_url)
     if address is None:
         return None
     from retriever.serve.client import ServerGone, ServerRefused, post
 
+    body = spec_body(question, spec, address.name)
+    if explain is not None:
+        body["explain"] = explain
     try:
-        found = post(address, "/search", spec_body(question, spec, address.name))
+        found = post(address, "/search", body)
     except ServerGone as e:
         _gone(address, e)
         return None
     except ServerRefused:
         return None  # in process, which says what is wrong as the command always does
+    if explain is not None and "explain" not in found:
+        return None  # a server from before `explain`: in process
     notes(found.get("notices", []))
-    return _retrieval(found["hits"], found, spec)  # the command says what the budget left out, as in process
+    # the command says what the budget left out, as in process
+    return _retrieval(found["hits"], found, spec), found.get("explain")
 
 
 def _retrieval(hits: list[dict[str, Any]], found: dict[str, Any], spec: Any) -> Any:

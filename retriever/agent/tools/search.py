@@ -12,7 +12,7 @@ from retriever.agent.tools.results import Shown, ToolError, clip
 from retriever.chunk import split_header
 from retriever.errors import RetrieverError
 from retriever.filters import NoteFilter
-from retriever.retrieve import Hit, Mode
+from retriever.retrieve import Hit, Mode, SearchSpec
 
 MAX_K = 20
 MAX_FILTER = 200  # characters of a type, tag or folder
@@ -44,10 +44,18 @@ def search(
     folder: Annotated[str | None, Arg("Only notes in this vault folder or below it.", max_length=MAX_FILTER)] = None,
     since: Annotated[str | None, Arg("Only notes dated on or after this day, YYYY-MM-DD.", max_length=10)] = None,
     until: Annotated[str | None, Arg("Only notes dated on or before this day, YYYY-MM-DD.", max_length=10)] = None,
+    explain: Annotated[
+        str | None,
+        Arg(
+            "A note id, title or vault path: say where it ranked in each stage, what "
+            "kept it out and the nearest setting that keeps it.",
+            max_length=600,
+        ),
+    ] = None,
 ) -> Shown:
     """Find notes about a question or phrase: vector search over the notes plus a capped walk over their links,
     optionally only notes of a type, tag, folder or date range. Returns note ids, titles, the heading and a snippet
-    of the matching section. Then read_note(id) for the whole note."""
+    of the matching section. Then read_note(id) for the whole note. With explain: why that note was (not) found."""
     if not str(query).strip():
         raise ToolError("query is empty: say in words what to look for")
     given = {"type": type, "tag": tag, "folder": folder, "since": since, "until": until}
@@ -56,10 +64,22 @@ def search(
     payload: dict[str, Any] = {"query": query, "mode": mode, "k": k, "hits": [h.to_json() for h in hits]}
     if not spec.filters.empty:
         payload["filters"] = spec.filters.to_json()
+    if explain and explain.strip():
+        payload["explain"] = _explain(ctx, str(query), spec, explain)
     payload = ctx.fit(payload, "ask with a smaller k", "hits")
     shown = hits[: len(payload["hits"])]
     headings = {h.id: h.heading_path[-1:] for h in shown if h.heading_path}
     return Shown(payload, tuple(dict.fromkeys(h.id for h in shown)), headings)
+
+
+def _explain(ctx: ToolContext, query: str, spec: SearchSpec, note: str) -> dict[str, Any]:
+    """``retriever.explain`` of ``note`` for this search, as JSON; a note the bundle does not hold is a ToolError."""
+    from retriever.explain import explain
+
+    try:
+        return explain(ctx.retriever(), query, spec, note).to_json()
+    except RetrieverError as e:
+        raise ToolError(f"search: {e}") from None
 
 
 def _filters(base: NoteFilter, given: dict[str, str | None]) -> NoteFilter:

@@ -355,6 +355,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--vault", default="thellade")
     parser.add_argument("--every", type=int, default=240, help="the sub-bundle indexed for search: every Nth note")
+    parser.add_argument("--standin-every", type=int, default=1000, help="the stand-in's sub-bundle: every Nth note")
     parser.add_argument("--standin-chunks", type=int, default=24)
     parser.add_argument("--minilm-chunks", type=int, default=256)
     parser.add_argument("--runs", type=int, default=3)
@@ -382,8 +383,9 @@ def main() -> None:
         whole = tmp / "whole"
         convert(VAULTS / args.vault, whole)
         chunks = chunk_concepts(load_concepts(whole))
-        sub_vault(VAULTS / args.vault, args.every, tmp / "tiny-vault")
-        convert(tmp / "tiny-vault", tmp / "tiny")
+        for folder, every in (("tiny", args.every), ("tiny-standin", args.standin_every)):
+            sub_vault(VAULTS / args.vault, every, tmp / f"{folder}-vault")
+            convert(tmp / f"{folder}-vault", tmp / folder)
         floor = run_child("floor", "3")["flops_per_s"]
         say(
             f"{args.vault}: {len(chunks)} chunks; torch fp32 1024x4096 products: {floor / 1e9:.0f} GFLOP/s "
@@ -405,7 +407,8 @@ def main() -> None:
             step = max(1, len(chunks) // n)
             subset = sorted((c.text for c in chunks[::step][:n]), key=len)  # as ChunkStore.sync orders them
             runs = args.runs if spec == "minilm" else args.standin_runs
-            measure_model(label, spec, max_length, shape, subset, len(chunks), tmp / "tiny", tmp, floor, runs,
+            tiny = tmp / ("tiny" if spec == "minilm" else "tiny-standin")
+            measure_model(label, spec, max_length, shape, subset, len(chunks), tiny, tmp, floor, runs,
                           before=spec != "minilm")  # fmt: skip
     say(f"\nload average after: {load()}")
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -129,3 +129,31 @@ def test_the_eta_waits_for_its_first_batches(monkeypatch: pytest.MonkeyPatch) ->
     eta.done(10)  # two more batches: 20 chunks by t = 12, 70 left
     assert eta.line() == "embedding 100 chunks at 10.0 chunks/s (measured over 20): about 7 s to go"
     assert eta.line() is None  # once
+
+
+def test_doctor_estimates_the_index_time_of_a_bundle(bundle: Path) -> None:
+    from vault2okf.doctor import OK, index_time_check
+
+    _, table, _ = open_table(bundle)
+    check = index_time_check(bundle)
+    assert check.status == OK and check.fix is None
+    assert f"a first index with minilm: {len(table.ids)} chunks at " in check.detail
+    assert "measured with the bundle's minilm encoder" in check.detail
+
+
+def test_the_estimate_for_bge_m3_scales_minilms_measured_rate(bundle: Path) -> None:
+    from retriever.estimate import BGE_M3_PER_MINILM, estimate_index
+
+    estimate = estimate_index(bundle, spec="bge-m3")
+    assert estimate.embedder == "bge-m3" and estimate.sample == estimate.chunks  # a small bundle: every chunk
+    assert "MiniLM measured through onnxruntime" in estimate.basis and f"{BGE_M3_PER_MINILM:g}x" in estimate.basis
+    assert 0 < estimate.rate < float("inf")
+
+
+def test_doctor_bundle_must_be_a_bundle(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from vault2okf.cli import app
+
+    result = CliRunner().invoke(app, ["doctor", "--bundle", str(tmp_path)])
+    assert result.exit_code == 1 and "is not a bundle (no okf.duckdb)" in result.output

@@ -157,3 +157,12 @@ def test_doctor_bundle_must_be_a_bundle(tmp_path: Path) -> None:
 
     result = CliRunner().invoke(app, ["doctor", "--bundle", str(tmp_path)])
     assert result.exit_code == 1 and "is not a bundle (no okf.duckdb)" in result.output
+
+
+def test_index_precision_must_be_fp32_or_int8(bundle: Path) -> None:
+    from typer.testing import CliRunner
+
+    from vault2okf.cli import app
+
+    result = CliRunner().invoke(app, ["index", str(bundle), "--embedder", "minilm", "--precision", "int4"])
+    assert result.exit_code == 2 and "'int4' is not fp32 or int8" in result.output

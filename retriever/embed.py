@@ -123,7 +123,7 @@ class FlagEmbedder:
         return _normalise(vectors.reshape(len(clean), -1))
 
 
-M3_CLASSES = ("BGEM3FlagModel", "M3Embedder")  # FlagEmbedding 1.3's BGEM3FlagModel is an alias of M3Embedder
+M3_CLASSES = ("BGEM3FlagModel", "M3Embedder")  # FlagEmbedding 1.4's BGEM3FlagModel is an alias of M3Embedder
 
 
 def _is_m3(flag_model: Any) -> bool:

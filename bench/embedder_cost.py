@@ -51,7 +51,7 @@ GOLDEN = ROOT / "golden"
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
 CLI = [sys.executable, "-m", "vault2okf"]
 LINES: list[str] = []
-STANDIN_SHAPE = {
+STANDIN_SHAPE: dict[str, Any] = {
     "vocab_size": 250_002, "hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16,
     "intermediate_size": 4096, "max_position_embeddings": 8194, "type_vocab_size": 1, "pad_token_id": 1,
     "bos_token_id": 0, "eos_token_id": 2, "layer_norm_eps": 1e-5,
@@ -74,7 +74,7 @@ def peak_mb() -> float:
 # ---------------------------------------------------------------- children (one part each, JSON on stdout's last line)
 
 
-TINY = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 128}
+TINY: dict[str, Any] = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 128}
 
 
 def build_standin(folder: Path, tiny: bool = False) -> dict[str, Any]:

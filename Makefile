@@ -8,7 +8,7 @@ QUESTION ?= Who attacked the convoy during the escort mission, and what were the
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test test-plugin obsidian-plugin lint bench bench-llama bench-onnx bench-cost reports lock
+.PHONY: install demo test test-plugin obsidian-plugin lint bench bench-llama bench-onnx bench-cost reports lock okf-validators
 
 # llama.cpp, built for this CPU but never with Intel AMX. Its AMX path segfaults on the first decode of Q4_K
 # weights (ggml-org/llama.cpp issue 20824, closed without a fix), so the compiler gets the AMX instruction sets
@@ -82,6 +82,11 @@ obsidian-plugin:  ## build obsidian-plugin/main.js; copy it with manifest.json a
 test-plugin: install
 	@if ! command -v $(NPM) >/dev/null 2>&1; then echo "test-plugin: skipped: npm not found (install Node.js 20 and npm)"; \
 	else $(PLUGIN_CI) && $(NPM) run typecheck && VAULT2OKF_PYTHON=$(abspath $(PY)) $(NPM) test; fi
+
+# basic-memory and okf-cli, the third-party OKF validators tests/test_okf_validators.py runs, need Python >= 3.12:
+# their own venv, kept in ~/.cache (about 90 s and 660 MB once); without Python 3.12 it says so and those tests skip.
+okf-validators:  ## install the OKF validators (basic-memory, okf-cli) the bundle tests check with
+	sh scripts/okf_validators.sh
 
 lint: install
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/mypy vault2okf retriever eval --ignore-missing-imports

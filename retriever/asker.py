@@ -19,6 +19,7 @@ from retriever.agent.spec import AgentSpec
 from retriever.answer.backends import AnswerSpec
 from retriever.answer.contract import Answer, Answerer, ContextNote, Driver, OnToken
 from retriever.answer.prompt import context_notes
+from retriever.errors import check_decodable
 from retriever.retrieve import Retrieval, Retriever, SearchSpec
 
 if TYPE_CHECKING:  # the loop and its tools load only for an agent
@@ -134,6 +135,7 @@ class Asker:
         model loads); ``on_call`` each tool call of the agent. With ``started`` (a ``time.perf_counter()`` value:
         the process's start), the timings gain ``first_token``: milliseconds from then to the first piece of
         answer text (to the whole answer when the answerer gives it at once)."""
+        check_decodable(question)
         if self.agent is not None:
             return self._ask_agent(question, self.agent, on_call)
         retrieval = self.search(question)

@@ -345,8 +345,13 @@ class Bm25:
 
     @classmethod
     def build(cls, docs: list[list[str]]) -> Bm25:
+        """The index of ``docs`` (lists of terms); one with no term at all (notes with no text) scores nothing,
+        where bm25s would fail on the empty vocabulary."""
         import bm25s
 
+        if not any(docs):
+            empty = np.zeros(0, dtype=np.float32)
+            return cls(empty, np.zeros(0, dtype=np.int32), np.zeros(1, dtype=np.int32), len(docs), {})
         index = bm25s.BM25()
         index.index(docs, show_progress=False)
         s = index.scores

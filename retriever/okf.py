@@ -14,7 +14,7 @@ from typing import Any
 
 from retriever.errors import RetrieverError
 from retriever.filters import note_date
-from vault2okf.protocol import DATABASE, SCHEMA_VERSION
+from vault2okf.protocol import DATABASE, SCHEMA_VERSION, not_a_folder
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,8 @@ def check_bundle(bundle: Path) -> Path:
     """The path of the bundle's ``okf.duckdb``; an error that says how to make one when there is none."""
     if not bundle.exists():
         raise RetrieverError(f"{bundle} does not exist: give a bundle written by `vault2okf convert VAULT -o BUNDLE`")
+    if not_a_folder(bundle):
+        raise RetrieverError(not_a_folder(bundle))
     path = bundle / DATABASE
     if not path.is_file():
         raise RetrieverError(f"no {DATABASE} in {bundle}: run `vault2okf convert VAULT -o {bundle}` first")

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from retriever.embed import Embedder
-from retriever.errors import RetrieverError
+from retriever.errors import RetrieverError, check_decodable
 from retriever.filters import NoteFilter
 from retriever.graph import GraphAnalytics, NoteGraph, load_analytics, read_graph
 from retriever.memory import ChunkTable, ContextVectors, Lexical, SavedLexical, read_lexical
@@ -65,6 +65,23 @@ class Passing:
 PASSING_CACHED = 64  # filters whose notes a Retriever keeps (a server sees many; each costs a row array)
 
 
+def empty_index_message(bundle: Path) -> str:
+    """Why the index holds no chunks, with advice that does not loop: when `index` ran and found nothing (a
+    bundle with no notes that have text), running it again would change nothing."""
+    from vault2okf.protocol import BundleError, index_info
+
+    try:
+        indexed = index_info.read(bundle).chunks == 0
+    except (BundleError, OSError, ValueError):  # no index recorded, or one this code cannot read: index is the fix
+        indexed = False
+    if indexed:
+        return (
+            f"{bundle} has nothing to search: its index is up to date and holds 0 chunks because the bundle has no "
+            "notes with text — add notes to the vault, then convert and index it again"
+        )
+    return f"the index of {bundle} is empty: run `vault2okf index {bundle}`"
+
+
 class Retriever:
     """An opened bundle index: the in-memory chunk table (exact vector search, the hop's chunks) and the graph.
 
@@ -97,7 +114,7 @@ class Retriever:
         self._passing: dict[NoteFilter, Passing] = {}
         self._passing_lock = threading.Lock()
         if not self.table.ids:
-            raise RetrieverError(f"the index of {bundle} is empty: run `vault2okf index {bundle}`")
+            raise RetrieverError(empty_index_message(bundle))
 
     @classmethod
     def open(
@@ -209,6 +226,7 @@ class Retriever:
         spec = spec or SearchSpec()
         if not question.strip():
             raise RetrieverError("the question is empty: ask something")
+        check_decodable(question)
         timings: dict[str, float] = {}
         if qvec is None:
             t = time.perf_counter()

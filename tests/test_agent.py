@@ -272,3 +272,18 @@ def test_a_cut_off_answer_call_is_parsed_and_a_cited_refusal_cites_nothing(tools
         stub.add_response("converse", turn(("b", ANSWER_TOOL, refusal)), expect(AUTO))
         result = run_agent("Who rules the village?", tools, BedrockAgent(MODEL, client=client))
     assert result.answer.not_found and not result.answer.citations
+
+
+def test_read_note_takes_a_vault_path_whose_id_differs(tmp_path: Path) -> None:
+    """A client that holds a vault path (the Obsidian plugin) names the note by it, even where the id is not the
+    path without .md: a file named like a bundle file (index.md) is renamed in the bundle."""
+    vault = tmp_path / "vault"
+    (vault / "Sessions").mkdir(parents=True)
+    (vault / "Sessions" / "index.md").write_text("The session list: [[Session 1]].\n", "utf-8")
+    (vault / "Sessions" / "Session 1.md").write_text("We met at the docks.\n", "utf-8")
+    convert(vault, tmp_path / "bundle")
+    tools = BundleTools(tmp_path / "bundle")
+    note = tools.read_note("Sessions/index.md")
+    assert note["id"] != "Sessions/index" and "session list" in note["text"]
+    assert tools.read_note("sessions/INDEX.md")["id"] == note["id"]  # as the id and title, case does not matter
+    assert tools.read_note("Sessions/Session 1.md")["id"] == "Sessions/Session 1"

@@ -25,6 +25,7 @@ def test_tokens_stream_between_sources_and_done(coa_bundle: Path, tmp_path: Path
         done = events[-1][1]
         assert done["model"] == answerer and done["retrieval"]["notes"] == len(events[0][1]["hits"]) <= 3
         assert done["tokens"]["completion"] > 0
-        assert "".join(tokens).strip() == done["answer"].strip() or done["not_found"]
+        cut = done["finish_reason"] == "length" and done["answer"] == "" and done["flag"].startswith("not answered")
+        assert "".join(tokens).strip() == done["answer"].strip() or done["not_found"] or cut
         again = server.post("/ask", body)  # the one model serves the next request too
         assert again["model"] == done["model"]

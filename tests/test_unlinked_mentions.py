@@ -187,3 +187,154 @@ def test_a_hostile_line_is_read_in_linear_time(unit: str) -> None:
         return find_mentions([NoteNames("n.md", ("n",), prose(note), frozenset()), KANDA])
 
     assert_linear(work, f"a line of {unit!r}", start=512)
+
+
+def _many_targets(n: int) -> list[NoteNames]:
+    """One long note (no headings) naming ``n`` notes, each on a line of its own: today's 234 KB note."""
+    rng = random.Random(n)
+    names = [f"{''.join(rng.choices(_LETTERS, k=7))} {''.join(rng.choices(_LETTERS, k=6))}".title() for _ in range(n)]
+    text = "".join(f"On day {i} the road went past {name} and on.\n" for i, name in enumerate(names))
+    notes = [NoteNames(f"N/{name}.md", (name,), "x", frozenset()) for name in names]
+    return [NoteNames("Long.md", ("Long",), text, frozenset()), *notes]
+
+
+def test_a_long_note_naming_many_notes_is_linear() -> None:
+    """Issue 39 item 9: the heading above each target's first line was looked for from that line up, so a
+    note naming n notes over n lines cost n × n."""
+    vaults: dict[int, list[NoteNames]] = {}
+
+    def work(n: int) -> object:
+        found = find_mentions(vaults.setdefault(n, _many_targets(n)))
+        assert len(found) == n
+        return found
+
+    assert_linear(work, "a note naming n notes", start=256)
+
+
+def _many_lengths(n: int) -> list[NoteNames]:
+    """A note with aliases of k lengths all starting with "Alpha" and a text of n words "alpha", k² ~ n: the
+    404 KB note (each "alpha" tried every length, each length building a tuple of that many words)."""
+    k = max(2, int(n**0.5))
+    aliases = tuple("Alpha" + " Beta" * j for j in range(1, k + 1))
+    line = " ".join(["alpha"] * (4 * k)) + "\n"
+    text = line * max(1, n // (4 * k)) + "and Alpha Beta Beta at last\n"
+    return [NoteNames("Big.md", ("Big",), text, frozenset()), NoteNames("Alpha Gamma.md", ("Alpha Gamma", *aliases),
+            "x", frozenset())]  # fmt: skip
+
+
+def test_aliases_of_many_lengths_are_linear() -> None:
+    vaults: dict[int, list[NoteNames]] = {}
+
+    def work(n: int) -> object:
+        found = find_mentions(vaults.setdefault(n, _many_lengths(n)))
+        assert [(x.source, x.text) for x in found] == [("Big.md", "Alpha Beta Beta")]
+        return found
+
+    assert_linear(work, "aliases of many lengths", start=1024)
+
+
+def test_the_automaton_finds_the_longest_name_at_each_word() -> None:
+    """Overlapping names of many lengths, read left to right, longest first (what ``_Names.match`` did)."""
+    notes = [
+        _note("A/Old Tom.md", "x\n"),
+        _note("A/Tom Bell Tower.md", "x\n"),
+        BELL,
+        _note("A/Bell Tower Gate.md", "x\n"),
+        _note("A/Tower Gate.md", "x\n"),
+        _note("Diary.md", "Old Tom Bell Tower Gate; old tom, bell tower gate. Tom Bell Tower gate.\nOld Tom.\n"),
+    ]
+    found = [(x.target, x.text, x.line, x.count) for x in find_mentions(notes) if x.source == "Diary.md"]
+    assert found == [
+        ("A/Tower Gate.md", "Tower Gate", 1, 2),  # after "Old Tom Bell": "Tom Bell Tower" is not leftmost
+        ("People/Old Tom Bell.md", "Old Tom Bell", 1, 2),
+        ("A/Tom Bell Tower.md", "Tom Bell Tower", 1, 1),  # after the ".": then "gate" alone names nothing
+        ("A/Old Tom.md", "Old Tom", 2, 1),
+    ]
+
+
+def test_titles_of_function_words_alone_name_nothing() -> None:
+    """Issue 39 item 10: "To Do", "Of The", "Über uns" are words of every sentence, not names."""
+    notes = [
+        _note("Lists/To Do.md", "x\n"),
+        _note("Odd/Of The.md", "x\n"),
+        _note("Site/Über uns.md", "x\n"),
+        _note("Lists/To Do Later.md", "x\n"),  # one word that is not a function word: a name
+        _note("Diary.md", "Things to do: most of the day; über uns. To Do. Then to do later.\n"),
+    ]
+    assert _found(*notes) == {("Diary.md", "Lists/To Do Later.md", "to do later")}
+
+
+def test_titles_with_symbols_match_literally() -> None:
+    """Issue 39 item 10: "C++", "C#", "a.b*", "TCP/IP" are found as written, not as their bare words (and a
+    one-letter word with a symbol is not a short common word)."""
+    notes = [
+        _note("Lang/C++.md", "x\n"),
+        _note("Lang/C#.md", "x\n"),
+        _note("Lang/Pattern.md", "x\n", aliases=("a.b*",)),
+        _note("Net/Networking.md", "x\n", aliases=("TCP/IP",)),
+        _note(
+            "Diary.md",
+            "I write C++ and C, then C# and c sharp.\nNot a b, axb or a-b; a.b* twice: a.b.\n"
+            "TCP/IP here, not TCP IP.\n",
+        ),
+    ]
+    found = {(x.target, x.text, x.line, x.count) for x in find_mentions(notes) if x.source == "Diary.md"}
+    assert found == {
+        ("Lang/C++.md", "C++", 1, 1),
+        ("Lang/C#.md", "C#", 1, 1),
+        ("Lang/Pattern.md", "a.b", 2, 2),  # "*" is Markdown's emphasis, in names and text alike
+        ("Net/Networking.md", "TCP/IP", 3, 1),
+    }
+
+
+def test_cjk_names_are_found_inside_cjk_text() -> None:
+    """Issue 39 item 10: CJK text has no spaces between words, so a CJK name of two letters or more is found
+    anywhere in it (the longest first); one letter alone ("山") is a word of every other sentence."""
+    notes = [
+        _note("Places/東京.md", "x\n"),
+        _note("Places/東京タワー.md", "x\n"),
+        _note("Places/山.md", "x\n"),
+        _note("People/김철수.md", "x\n"),
+        _note("Diary.md", "昨日東京に行った。東京タワーに登った。山は高い。\n김철수씨를 만났다. Tokyo東京.\n"),
+    ]
+    found = {(x.target, x.text, x.line, x.count) for x in find_mentions(notes) if x.source == "Diary.md"}
+    assert found == {
+        ("Places/東京.md", "東京", 1, 2),
+        ("Places/東京タワー.md", "東京タワー", 1, 1),
+        ("People/김철수.md", "김철수", 2, 1),
+    }
+
+
+def test_earlier_hits_are_reused_only_where_they_still_hold(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 38 part 4: a note is read again only when its prose changed, a name it matched went away, or a new
+    name may occur in it; the mentions are always those found from scratch."""
+    read: list[str] = []
+    scan = m._scan
+    monkeypatch.setattr(m, "_scan", lambda text, names: read.append(text) or scan(text, names))
+    diary = _note("Diary.md", "Old Tom Bell went to Kanda Isle.\n")
+    trip = _note("Trip.md", "Nothing named here.\n")
+    last: dict[str, str] = {}  # the prose each note's hits were found in
+
+    def again(notes: list[NoteNames], before: m.Found | None = None) -> m.Found:
+        read.clear()
+        earlier = m.Earlier(before.keys, {p: (last[p], hits) for p, hits in before.hits.items()}) if before else None
+        found = m.find_all(notes, earlier)
+        seen[:] = read
+        assert found.mentions == find_mentions(notes) and found.hits == m.find_all(notes).hits
+        last.clear()
+        last.update({n.path: n.prose for n in notes})
+        return found
+
+    seen: list[str] = []
+    first = again([KANDA, BELL, diary, trip])
+    same = again([KANDA, BELL, diary, trip], first)
+    assert seen == []  # nothing changed: nothing read
+    isle = _note("Places/Kanda.md", "An island.\n", aliases=("Kanda Isle",))
+    second = again([isle, BELL, diary, trip], same)  # a new name: the note holding its first word is read
+    assert seen == [diary.prose] and {x.text for x in second.mentions} == {"Old Tom Bell", "Kanda Isle"}
+    tom = _note("People/Tom Bell.md", "x\n")
+    third = again([isle, tom, diary, trip], second)  # "Old Tom Bell" went: where it was found, read again
+    assert seen == [tom.prose, diary.prose] and {x.text for x in third.mentions} == {"Tom Bell", "Kanda Isle"}
+    edited = _note("Trip.md", "Now to Kanda.\n")
+    again([isle, tom, diary, edited], third)  # an edit: that note alone
+    assert seen == [edited.prose]

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from vault2okf import frontyaml
+from vault2okf import frontyaml, mdtext
 from vault2okf.errors import Vault2OkfError
 from vault2okf.protocol import DATABASE, STATE_DIR, lock
 from vault2okf.protocol.lock import lock_path
@@ -37,7 +37,7 @@ MARKER = f"{STATE}/bundle.json"
 RESERVED = frozenset({"index.md", "log.md"})
 TOOL = "vault2okf"
 LAYOUT = frozenset(
-    {"SKILL.md", DATABASE, "link-health.md", "link-health.json", "link-health.html", CONCEPTS}
+    {"index.md", "SKILL.md", DATABASE, "link-health.md", "link-health.json", "link-health.html", CONCEPTS}
 )  # top level
 SHOWN = 10  # foreign files named in an error
 
@@ -73,7 +73,8 @@ def render_doc(frontmatter: Mapping[str, Any], body: str) -> str:
 
 
 def folder_indexes(docs: Iterable[Doc], title: str, extra_folders: Iterable[str] = ()) -> dict[str, str]:
-    """``index.md`` text for every folder of the concept tree (the root one carries ``okf_version``)."""
+    """``index.md`` text for every folder of the concept tree, none with frontmatter: only the bundle's root
+    ``index.md`` (``root_index``) may carry it (OKF v0.2 §6, §11)."""
     by_folder: dict[str, list[Doc]] = defaultdict(list)
     folders = {""}
     for doc in docs:
@@ -89,13 +90,26 @@ def folder_indexes(docs: Iterable[Doc], title: str, extra_folders: Iterable[str]
 
 
 def _index_text(folder: str, docs: list[Doc], subs: list[str], title: str) -> str:
-    head = f'---\nokf_version: "{OKF_VERSION}"\n---\n' if not folder else ""
-    lines = [f"{head}# {posixpath.basename(folder) or title}", ""]
+    lines = [f"# {_md(posixpath.basename(folder) or title)}", ""]
     for sub in subs:
         lines.append(f"* [{_md(posixpath.basename(sub))}/]({quote(posixpath.basename(sub))}/index.md) - folder")
     for doc in sorted(docs, key=lambda d: d.doc_path):
         desc = f" - {_one_line(doc.description)}" if doc.description else ""
         lines.append(f"* [{_md(doc.title)}]({quote(posixpath.basename(doc.doc_path))}){desc}")
+    return "\n".join(lines) + "\n"
+
+
+ROOT_ENTRIES = (
+    (f"{CONCEPTS}/index.md", "Concepts", "the vault's notes as typed concept docs, mirroring its folders"),
+    ("SKILL.md", "Skill", "how an agent uses this bundle: the docs, okf.duckdb's tables, the MCP tools"),
+    ("link-health.md", "Link health", "broken, ambiguous and alias-only links, orphans, hubs, unlinked mentions"),
+)
+
+
+def root_index(title: str) -> str:
+    """The bundle's root ``index.md``: the one file that carries ``okf_version``, and the entry to the rest."""
+    lines = [f'---\nokf_version: "{OKF_VERSION}"\n---\n# {_md(_one_line(title))}', ""]
+    lines += [f"* [{name}]({path}) - {what}" for path, name, what in ROOT_ENTRIES]
     return "\n".join(lines) + "\n"
 
 
@@ -369,8 +383,9 @@ def _exchange(a: Path, b: Path) -> bool:
     raise OSError(code, os.strerror(code), str(b))
 
 
-def _md(text: str) -> str:
-    return text.replace("[", "\\[").replace("]", "\\]")
+def _md(value: str) -> str:
+    """A title or folder name as link text: escaped (``mdtext.text``), so it is shown, never read as HTML."""
+    return mdtext.text(value)
 
 
 def _one_line(text: str) -> str:

@@ -34,7 +34,7 @@ from typing import Any
 from vault2okf import bundle as b
 from vault2okf.bundle import Doc
 from vault2okf.config import Config
-from vault2okf.mentions import vault_mentions
+from vault2okf.mentions import Earlier, vault_mentions
 from vault2okf.meta import Meta, TypeOrigin
 from vault2okf.parse import Link, Problem, Syntax
 from vault2okf.report import LinkRecord, LinkReport
@@ -80,6 +80,7 @@ class NoteState:
     doc: Doc  # without its text, which is in the bundle
     output: tuple[int, ...]  # output_sig of concepts/<doc_path> as written
     prose: str = ""  # mentions.prose: the running text unlinked mentions are found in
+    hits: tuple[Any, ...] = ()  # the names found in ``prose`` (mentions.Hit), valid for ``Body.names``
 
 
 @dataclass
@@ -154,9 +155,12 @@ class ConvertCache:
             types=body.types,
             variants=body.variants,
             mentions=tuple(
-                vault_mentions(paths, {p: notes[p].meta for p in paths}, {p: notes[p].prose for p in paths}, records)
+                vault_mentions(
+                    paths, {p: notes[p].meta for p in paths}, {p: notes[p].prose for p in paths}, records,
+                    body.earlier(),
+                ).mentions
             ),
-        )
+        )  # fmt: skip
 
 
 @dataclass
@@ -168,9 +172,15 @@ class Body:
     near: dict[tuple[str, int], list[tuple[int, str]]]  # spelling_variants' memo, valid for the same universe
     suggested: dict[str, list[Suggestion]]  # LinkReport.suggested, valid for the same suggest_key
     suggest_key: str  # suggest_key(universe, variants)
+    names: frozenset[tuple[str, ...]] = frozenset()  # the names the notes' ``hits`` were found with
+    graph: tuple[str, dict[str, tuple[Any, ...]]] = ("", {})  # analytics.graph_key -> each note's analytics
     # note path -> its state as marshalled, for a state equal to the one read: saved again as it is
     blobs: dict[str, bytes] = field(default_factory=dict, compare=False, repr=False)
     source: tuple[str, int, tuple[int, ...]] | None = field(default=None, compare=False, repr=False)  # file read
+
+    def earlier(self) -> Earlier:
+        """What unlinked mentions may reuse (``mentions.Earlier``)."""
+        return Earlier(self.names, {p: (s.prose, s.hits) for p, s in self.notes.items()})
 
     def saved(self, paths: Collection[str]) -> dict[str, bytes]:
         """The states of ``paths`` as marshalled in the file this body was read from, read from it again rather
@@ -334,7 +344,7 @@ def _body(path: Path, offset: int, size: int, digest: bytes) -> Body:
             whole = reader.left == 0 and reader.sha.digest() == digest
         if not whole or sig != output_sig(path):
             raise CacheDamaged(f"{path}: the body is not the one written")
-        blobs, problems, types, variants, near, suggested, key = data
+        blobs, problems, types, variants, near, suggested, key, names, graph = data
         return Body(
             {p: _state(marshal.loads(blob)) for p, blob in blobs.items()},
             tuple((p, Problem(*t)) for p, *t in problems),
@@ -343,6 +353,8 @@ def _body(path: Path, offset: int, size: int, digest: bytes) -> Body:
             near,
             {target: [Suggestion(*s) for s in found] for target, found in suggested.items()},
             key,
+            frozenset(names),
+            (graph[0], graph[1]),
             source=(str(path), offset, sig),
         )
     except CacheDamaged:
@@ -364,6 +376,8 @@ def save(stage: Path, found: ConvertCache) -> None:
         body.near,
         {t: [(s.path, s.name, s.why, s.score, s.confident) for s in found] for t, found in body.suggested.items()},
         body.suggest_key,
+        body.names,
+        body.graph,
     )
     body_bytes = marshal.dumps(data)
     head = (
@@ -404,7 +418,7 @@ def _unstate(s: NoteState) -> tuple[Any, ...]:
         s.sig, s.content, _problems(s.read_problems), _problems(s.parse_problems), links, s.blocks,
         (dict(s.words.runs), s.words.lower), s.mtime, s.base, meta, _problems(s.meta_problems), resolved,
         _problems(s.resolve_problems), s.inputs, _problems(s.rewrite_problems), _problems(s.doc_problems), doc,
-        s.output, s.prose,
+        s.output, s.prose, s.hits,
     )  # fmt: skip
 
 
@@ -414,7 +428,7 @@ _STATUS = {s.value: s for s in Status}
 
 def _state(t: tuple[Any, ...]) -> NoteState:
     sig, content, read, parse, links, blocks, words, mtime, base, meta, meta_p, resolved, resolve_p = t[:13]
-    inputs, rewrite_p, doc_p, doc, output, prose = t[13:]
+    inputs, rewrite_p, doc_p, doc, output, prose, hits = t[13:]
     kind, title, description, stamp, tags, aliases, date, number, meta_problems, origin = meta
     return NoteState(
         sig=sig,
@@ -447,4 +461,5 @@ def _state(t: tuple[Any, ...]) -> NoteState:
         doc=Doc(doc[0], doc[1], doc[2], doc[3], ""),
         output=output,
         prose=prose,
+        hits=hits,
     )

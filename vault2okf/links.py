@@ -9,23 +9,36 @@ from pathlib import Path
 from typing import Any
 
 from vault2okf.errors import Vault2OkfError
+from vault2okf.protocol import not_a_folder
 
 REPORT = "link-health"
 
 
 def read_link_health(bundle: Path, *, as_json: bool = False) -> str:
-    """The report's Markdown, or its JSON re-indented; an error that says what to run when it is missing or bad."""
+    """The report's Markdown (without its frontmatter, which is for OKF readers), or its JSON re-indented; an
+    error that says what to run when it is missing or bad."""
     path = bundle / f"{REPORT}.{'json' if as_json else 'md'}"
     if not path.is_file():
         raise Vault2OkfError(_missing(bundle))
     try:
         text = path.read_text("utf-8")
-        return json.dumps(json.loads(text), indent=2, ensure_ascii=False) + "\n" if as_json else text
+        return json.dumps(json.loads(text), indent=2, ensure_ascii=False) + "\n" if as_json else _body(text)
     except (UnicodeDecodeError, ValueError) as e:
         raise Vault2OkfError(f"{path} is damaged ({e}): convert the vault again to rewrite it") from e
 
 
+def _body(markdown: str) -> str:
+    """``markdown`` without a leading ``---`` frontmatter block (an older report has none)."""
+    if markdown.startswith("---\n"):
+        end = markdown.find("\n---\n", 3)
+        if end != -1:
+            return markdown[end + 5 :]
+    return markdown
+
+
 def _missing(bundle: Path) -> str:
+    if not_a_folder(bundle):
+        return str(not_a_folder(bundle))
     if not bundle.is_dir():
         return f"{bundle} does not exist: give a bundle written by `vault2okf convert VAULT -o BUNDLE`"
     if any(bundle.glob("*.md")) or (bundle / ".obsidian").is_dir():

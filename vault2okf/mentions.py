@@ -8,13 +8,20 @@ tags and block ids; frontmatter lines are empty. A removed span breaks a name (`
 "Old Bell" nor anything across the link).
 
 Names are matched as **whole words, case and accents folded** (``\\w+`` tokens: "Kanda" never matches in
-"Kandahar", "ECLAT" matches "Éclat"), the longest name starting at a word first, never overlapping. A note
-never mentions itself, and a note that links a target anywhere (any link that reached it, an ambiguous one's
-candidates included) has no unlinked mention of it.
+"Kandahar", "ECLAT" matches "Éclat"), the longest name starting at a word first, never overlapping. A name's
+**symbols** are tokens too, matched literally (``+ ? ^ $ | \\ ( ) [ ] { } # & @ % < > /``, and ``.`` inside a
+word): "C++" is not found in "C", "a.b" not in "a b", "status.type" does not name "Status Type", and no name runs
+across a ``|`` or ``/`` of the text; "*", "=", "~" and "_" are Markdown's emphasis and are not tokens. **CJK**
+letters (Han, kana, Hangul) are a token each, as the text puts no space between words: a CJK name is found
+anywhere inside CJK text ("東京" in "昨日東京に"). A note never mentions itself, and a note that links a target
+anywhere (any link that reached it, an ambiguous one's candidates included) has no unlinked mention of it.
 
 **The rule for short and common names** (parameters below, measured in ``reports/mentions-precision.md``):
-1. a name must hold a letter and a word that is not a number ("2023-04-01", "12" name nothing);
-2. a one-word name shorter than ``MIN_CHARS`` letters is dropped ("Ash", "Bo", "Inn" are words first);
+1. a name must hold a letter and a word that is not a number ("2023-04-01", "12" name nothing), and a word
+   that is not a function word (``STOP_WORDS``: "To Do", "Of The", "Über uns" name nothing);
+2. a one-word name shorter than ``MIN_CHARS`` letters is dropped ("Ash", "Bo", "Inn" are words first), unless
+   it holds a symbol other than a final "." ("C++", "C#"); a CJK name needs ``MIN_CJK_CHARS`` letters ("山"
+   alone is a word of every other sentence);
 3. a name that more than ``MAX_NOTES_PER_NAME`` notes carry names none of them (a suggestion must name one
    note), though it is still matched, so its words are not taken for a shorter name;
 4. a one-word name found (outside links) in more than ``MAX_SHARE`` of the vault's notes, and in at least
@@ -22,20 +29,29 @@ candidates included) has no unlinked mention of it.
    title stop flooding in a vault whose text uses them everywhere, while a rare proper name is kept. Only
    one-word names: a name of two words or more is already specific, and the vault's main city named in a third
    of the notes is a mention, not a common word. A dropped one-word name is removed after matching, which is
-   exact: it was the longest match where it stood, so no other name started there.
+   exact: it was the longest match where it stood, so no other name started there. (For rules 4 and 5 a name
+   of one word and symbols, "C++", is one word, and so is a CJK name.)
 5. a one-word name written with a capital ("Note", "Rest", "Kanda") is not matched where the text writes the
    word all in lower case ("the other note", "a short rest"): one word capitalised is a proper name, in lower
    case it is the ordinary word. Case is folded for everything else: names of two words or more ("the union"
    names "The Union"), a capitalised or upper-case spelling ("KANDA"), and names written in lower case.
-Why not a fixed stop list: the vaults differ (a German wiki, a task tracker, campaigns); the document
-frequency on the vault's own notes says which of *its* titles are ordinary words.
+Why rule 4 is not a fixed list of common words (rule 1's holds function words only): the vaults differ (a
+German wiki, a task tracker, campaigns); the document frequency on the vault's own notes says which of *its*
+titles are ordinary words.
 
 On thellade (1,442 notes) rule 3 leaves 8 names to no note and rule 4 drops "Reach" (named in 619 notes) and
 "Religions" (566); by hand 29 of 30 sampled mentions there are right, 11 of 17 on children-of-ash.
 
-Cost: one pass over each note's prose lines; a line is split into words only when it holds the first word of
-some name (``set.isdisjoint`` over a ``findall``, both in C): on thellade 15,857 of 267,622 lines, 0.43 s of
-CPU in all. Linear in the vault's size and on hostile lines (``tests/test_unlinked_mentions.py``).
+Cost: one pass over each note's prose lines; a line is split into tokens only when it holds the first word of
+some name (``set.isdisjoint`` over a ``findall``, both in C; or a CJK letter when a name has one): on thellade
+15,851 of 267,622 lines. Those lines go once through an Aho–Corasick automaton of every name read backwards
+(``_Names``), which gives the longest name starting at each token in one pass, whatever the names' lengths; the
+heading above each mention is found in one pass over the note. 0.68 s of CPU on thellade, as before the
+automaton, and linear in the vault's size, in one long note naming many notes (the heading search was n × n),
+in aliases of many lengths starting with the same word (each was tried at every such word), and on hostile
+lines (``tests/test_unlinked_mentions.py``). An incremental convert passes what the last one found
+(``Earlier``): only the notes whose hits may have changed are read, the rules are applied again over all
+(after a one-note edit on thellade's notes, 0.07 s of CPU).
 """
 
 from __future__ import annotations
@@ -43,7 +59,7 @@ from __future__ import annotations
 import posixpath
 import re
 import unicodedata
-from collections import Counter, defaultdict
+from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -52,12 +68,39 @@ from vault2okf.db import MentionRow
 from vault2okf.scan import CodeLines
 
 MIN_CHARS = 4
+MIN_CJK_CHARS = 2
 MAX_NOTES_PER_NAME = 1
 MAX_SHARE = 0.05
 MIN_COMMON_NOTES = 3
 TOP_PER_NOTE = 5  # mentions per note in the link-health report (all of them are in okf.duckdb)
 
+# Function words, folded: a name made of these alone ("Of The", "To Do", "Über uns") is not a name (rule 1)
+_STOP_WORDS = """a about above after again against all also am an and any are as at be been before being below between
+    both
+    but by can could did do does doing down during each few for from further had has have having he her here hers
+    him his how i if in into is it its just me more most my no nor not now of off on once only or other our out
+    over own same she should so some such than that the their them then there these they this those through to
+    too under until up very was we were what when where which while who whom why will with would you your
+    der die das den dem des ein eine einer eines einem einen und oder aber im am auf aus bei mit nach von vor zu
+    zum zur uber unter fur um durch ist sind war wird es er sie wir ihr ich du uns nicht auch als wie
+    le la les du un une et ou en au aux"""
+STOP_WORDS = frozenset(_STOP_WORDS.split())
+
 _WORD = re.compile(r"\w+")
+# Chinese, Japanese and Korean letters: no spaces between words, so each is a token of its own and a CJK name is
+# found as a run of them anywhere (Han with its extensions and compatibility forms, kana, half-width kana, Hangul)
+_CJK_CHARS = (
+    "\u3005\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
+    "\U00020000-\U0003134f"
+)
+_CJK = re.compile(f"[{_CJK_CHARS}]")
+# Symbols a name is matched with literally ("C++", "a.b*" as "a.b", "Node.js", "C#", "TCP/IP"): each is a token of
+# its own, in names and in text, so "a.b" is not found in "a b", "C++" not in "C" and no name runs across a "|",
+# "(" or "/" in the text. A "." is one only inside a word ("status.type", "2.5": not an ellipsis or a sentence's
+# end); "*", "=", "~" and "_" are Markdown's emphasis, and apostrophes, hyphens, commas and spaces separate words
+# as before ("Kanda’s", "Jean-Luc", "the **Emberwake**").
+_SYMBOL_SET = frozenset("+?.^$|\\()[]{}#&@%<>/\x1f")
+_TOKEN = re.compile(f"[{_CJK_CHARS}]|[^\\W{_CJK_CHARS}]+|(?<=\\w)\\.(?=\\w)|[+?^$|\\\\()\\[\\]{{}}#&@%<>/\\x1f]")
 _COMBINING = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")  # accents
 _BREAK = "\x1f"  # where a link, code span or tag was: no name is matched across it
 _HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.*)$")
@@ -132,15 +175,56 @@ def fold(text: str) -> str:
     return _COMBINING.sub("", unicodedata.normalize("NFKD", text.casefold()))
 
 
-def name_words(name: str) -> tuple[str, ...]:
-    return tuple(_WORD.findall(fold(name)))
+def tokens(text: str) -> list[tuple[str, int, int]]:
+    """(folded token, start, end) of each token of ``text``, the offsets in ``text`` as written: words (case
+    and accents folded), CJK letters one by one (NFKC: half-width kana as full-width) and symbols."""
+    if text.isascii():
+        return [(m.group().lower(), m.start(), m.end()) for m in _TOKEN.finditer(text)]
+    out: list[tuple[str, int, int]] = []
+    for m in _TOKEN.finditer(text):
+        t, start, end = m.group(), m.start(), m.end()
+        if t.isascii():
+            out.append((t.lower(), start, end))
+        elif _CJK.match(t):
+            out.append((unicodedata.normalize("NFKC", t), start, end))
+        else:
+            out.extend((w, start, end) for w in _WORD.findall(fold(t)))
+    return out
 
 
-def usable(words: tuple[str, ...]) -> bool:
-    """Rules 1 and 2: a name of letters, not a short single word."""
-    if not words or all(w.isdigit() for w in words) or not any(c.isalpha() for w in words for c in w):
+def name_key(name: str) -> tuple[str, ...]:
+    """A name as the tokens the text must hold in a row."""
+    return tuple(t for t, _, _ in tokens(name))
+
+
+def _words_of(key: tuple[str, ...]) -> list[str]:
+    return [t for t in key if t not in _SYMBOL_SET]
+
+
+def _cjk_only(key: tuple[str, ...]) -> bool:
+    return all(_CJK.match(t) for t in key)
+
+
+def single(key: tuple[str, ...]) -> bool:
+    """A one-word name for rules 4 and 5: one word (symbols aside: "C++"), or CJK letters alone."""
+    return _cjk_only(key) or len(_words_of(key)) == 1
+
+
+def usable(key: tuple[str, ...]) -> bool:
+    """Rules 1 and 2: a name of letters, not only function words, not a short single word."""
+    words = _words_of(key)
+    if not words or _BREAK in key or all(w.isdigit() for w in words) or not any(c.isalpha() for w in words for c in w):
         return False
-    return len(words) > 1 or len(words[0]) >= MIN_CHARS
+    if all(w in STOP_WORDS for w in words):
+        return False
+    if _cjk_only(key):
+        return len(key) >= MIN_CJK_CHARS
+    if len(words) > 1:
+        return True
+    symbols = [t for t in key if t in _SYMBOL_SET]
+    if key[0] in _SYMBOL_SET or any(t != "." for t in symbols):
+        return True  # "C++", "C#", ".NET": not an ordinary word ("St." is)
+    return len(words[0]) >= MIN_CHARS
 
 
 def name_index(notes: Sequence[NoteNames]) -> tuple[dict[tuple[str, ...], str | None], frozenset[tuple[str, ...]]]:
@@ -153,105 +237,192 @@ def name_index(notes: Sequence[NoteNames]) -> tuple[dict[tuple[str, ...], str | 
         if not posixpath.basename(note.path)[:-3]:
             continue  # ``.md``: no name to link it by
         for name in note.names:
-            words = name_words(name)
-            if usable(words):
-                owners[words].add(note.path)
-                if len(words) == 1 and not name.islower():
-                    capital.add(words)
+            key = name_key(name)
+            if usable(key):
+                owners[key].add(note.path)
+                if single(key) and not name.islower():
+                    capital.add(key)
     index = {k: next(iter(v)) if len(v) <= MAX_NOTES_PER_NAME else None for k, v in owners.items()}
     return index, frozenset(capital)
+
+
+Hit = tuple[tuple[str, ...], int, str, str | None]  # a name's key, its 1-based line, the words, the heading above
+
+
+@dataclass(frozen=True)
+class Earlier:
+    """What the last convert found: the names it matched, and each note's prose with the hits found in it
+    (before rules 4 and 5, which are applied again each time). A note's hits hold while its prose is the same,
+    no name it matched went away and no new name may occur in it: then it is not read again."""
+
+    keys: frozenset[tuple[str, ...]]
+    notes: Mapping[str, tuple[str, tuple[Hit, ...]]]  # vault path -> (prose, hits)
+
+
+@dataclass(frozen=True)
+class Found:
+    """The vault's mentions, and what the next convert may reuse (``Earlier``)."""
+
+    mentions: list[Mention]
+    keys: frozenset[tuple[str, ...]]
+    hits: dict[str, tuple[Hit, ...]]
 
 
 def find_mentions(notes: Sequence[NoteNames]) -> list[Mention]:
     """Every unlinked mention in the vault: by source (in ``notes``' order), most often named first, then by
     line and target path (a total order, so the output never depends on hashing)."""
+    return find_all(notes).mentions
+
+
+def find_all(notes: Sequence[NoteNames], earlier: Earlier | None = None) -> Found:
+    """``find_mentions``, reading again only the notes whose hits ``earlier`` does not give: the result is the
+    same as without it."""
     index, capital = name_index(notes)
-    names = _Names.of(index)
-    found: list[tuple[str, list[tuple[tuple[str, ...], int, str]]]] = []
+    keys = frozenset(index)
+    hits = _hits(notes, index, earlier)
+    found: list[tuple[str, list[Hit]]] = []
     seen_in: Counter[tuple[str, ...]] = Counter()  # name -> notes it was found in, outside links (rule 4)
     for note in notes:
-        hits = [h for h in _scan(note.prose, names) if not (h[0] in capital and h[2].islower())]  # rule 5
-        found.append((note.path, hits))
-        seen_in.update({name for name, _, _ in hits if index[name] not in (note.path, None)})
+        kept = [h for h in hits[note.path] if not (h[0] in capital and h[2].islower())]  # rule 5
+        found.append((note.path, kept))
+        seen_in.update({h[0] for h in kept if index[h[0]] not in (note.path, None)})
     floor = max(MIN_COMMON_NOTES, MAX_SHARE * len(notes))
-    common = {name for name, n in seen_in.items() if len(name) == 1 and n > floor}
+    common = {name for name, n in seen_in.items() if single(name) and n > floor}
     by_path = {n.path: n for n in notes}
     out: list[Mention] = []
-    for path, hits in found:
+    for path, kept in found:
         note = by_path[path]
-        kept = [(target, line, text) for k, line, text in hits if (target := index[k]) and k not in common]
-        out.extend(_mentions(note, kept))
+        named = [
+            (target, line, words, above) for k, line, words, above in kept if (target := index[k]) and k not in common
+        ]
+        out.extend(_mentions(note, named))
+    return Found(out, keys, hits)
+
+
+def _hits(
+    notes: Sequence[NoteNames], index: Mapping[tuple[str, ...], str | None], earlier: Earlier | None
+) -> dict[str, tuple[Hit, ...]]:
+    """Each note's hits: ``earlier``'s where they still hold, else found now."""
+    keys = frozenset(index)
+    added = keys - earlier.keys if earlier else keys
+    removed = earlier.keys - keys if earlier else frozenset()
+    probe = _Names.of(added) if earlier and added else None
+    names: _Names | None = None
+    out: dict[str, tuple[Hit, ...]] = {}
+    for note in notes:
+        old = earlier.notes.get(note.path) if earlier else None
+        if (
+            old is not None
+            and old[0] == note.prose
+            and not (removed and any(h[0] in removed for h in old[1]))
+            and not (probe and probe.may_hold(fold(note.prose)))
+        ):
+            out[note.path] = old[1]
+            continue
+        names = names or _Names.of(index)
+        out[note.path] = tuple(_scan(note.prose, names))
     return out
 
 
-def _mentions(note: NoteNames, hits: list[tuple[str, int, str]]) -> list[Mention]:
-    first: dict[str, tuple[int, str]] = {}
+def _mentions(note: NoteNames, hits: list[tuple[str, int, str, str | None]]) -> list[Mention]:
+    first: dict[str, tuple[int, str, str | None]] = {}
     count: Counter[str] = Counter()
-    for target, line, text in hits:
+    for target, line, text, heading in hits:
         if target == note.path or target in note.linked:
             continue
         count[target] += 1
-        first.setdefault(target, (line, text))
-    lines = note.prose.split("\n") if first else []
-    made = [Mention(note.path, t, first[t][1], first[t][0], _heading(lines, first[t][0]), n) for t, n in count.items()]
+        first.setdefault(target, (line, text, heading))
+    made = [Mention(note.path, t, first[t][1], first[t][0], first[t][2], n) for t, n in count.items()]
     return sorted(made, key=lambda m: (-m.count, m.line, m.target))
 
 
-def _scan(text: str, names: _Names) -> Iterable[tuple[tuple[str, ...], int, str]]:
-    """(name, 1-based line, the words as written) for each name in ``text``, leftmost-longest. Only a line that
-    holds the first word of some name is split into words in Python."""
+def _scan(text: str, names: _Names) -> Iterable[Hit]:
+    """(name, 1-based line, the words as written, the heading above) for each name in ``text``, leftmost-longest.
+    Only a line that may hold a name (it holds the first word of one, or a CJK letter when a name has one) is
+    split into tokens in Python, and each of those once: ``_Names.longest`` is one pass of an automaton over its
+    tokens. The heading above is followed as the lines go by."""
     folded = fold(text).split("\n")
     lines = text.split("\n")
+    heading: str | None = None
     for lineno, line in enumerate(folded, 1):
-        if not line or names.lengths.keys().isdisjoint(_WORD.findall(line)):
-            continue
-        for segment in lines[lineno - 1].split(_BREAK):
-            words = _words(segment)
+        if line and names.may_hold(line):
+            found = tokens(lines[lineno - 1])
+            keys = [t for t, _, _ in found]
+            longest = names.longest(keys)
             i = 0
-            while i < len(words):
-                n = names.match(words, i)
+            while i < len(keys):
+                n = longest[i]
                 if n:
-                    key = tuple(w for w, _, _ in words[i : i + n])
-                    yield key, lineno, segment[words[i][1] : words[i + n - 1][2]]
-                i += n or 1
+                    yield tuple(keys[i : i + n]), lineno, lines[lineno - 1][found[i][1] : found[i + n - 1][2]], heading
+                    i += n
+                else:
+                    i += 1
+        if "#" in line[:4] and (m := _HEADING.match(lines[lineno - 1])):
+            heading = m.group(1).replace(_BREAK, " ").rstrip(" \t#").strip() or None
 
 
 @dataclass(frozen=True)
 class _Names:
-    index: Mapping[tuple[str, ...], str | None]
-    lengths: Mapping[str, tuple[int, ...]]  # first word of a name -> the lengths of names starting so, longest first
+    """Every name, as an Aho–Corasick automaton over tokens built from the names read backwards: run over a
+    line's tokens from the last to the first, the state at token ``i`` ends the longest name that starts there
+    (its dictionary-suffix chain lists the names ending there longest first). One dict lookup per token and
+    failure step, the failure steps bounded by the tokens read: linear in the line, whatever the names."""
+
+    firsts: frozenset[str]  # the first word of each name: a line without any of them holds none
+    cjk: bool  # some name holds a CJK letter: a line with a CJK letter may hold it (no word boundaries there)
+    goto: tuple[dict[str, int], ...]
+    fail: tuple[int, ...]
+    best: tuple[int, ...]  # tokens in the longest name that is a suffix of the state's string (0: none)
 
     @classmethod
-    def of(cls, index: Mapping[tuple[str, ...], str | None]) -> _Names:
-        lengths: dict[str, set[int]] = defaultdict(set)
-        for key in index:
-            lengths[key[0]].add(len(key))
-        return cls(index, {w: tuple(sorted(n, reverse=True)) for w, n in lengths.items()})
+    def of(cls, keys: Iterable[tuple[str, ...]]) -> _Names:
+        goto: list[dict[str, int]] = [{}]
+        depth, end = [0], [False]
+        firsts: set[str] = set()
+        cjk = False
+        for key in keys:
+            firsts.add(_words_of(key)[0])
+            cjk = cjk or any(_CJK.match(t) for t in key)
+            state = 0
+            for t in reversed(key):
+                nxt = goto[state].get(t)
+                if nxt is None:
+                    nxt = goto[state][t] = len(goto)
+                    goto.append({})
+                    depth.append(depth[state] + 1)
+                    end.append(False)
+                state = nxt
+            end[state] = True
+        fail, best = [0] * len(goto), [0] * len(goto)
+        queue = deque(goto[0].values())
+        while queue:  # breadth first: a state's failure is shallower, so done before it
+            state = queue.popleft()
+            best[state] = depth[state] if end[state] else best[fail[state]]
+            for t, child in goto[state].items():
+                f = fail[state]
+                while f and t not in goto[f]:
+                    f = fail[f]
+                fail[child] = goto[f].get(t, 0) if state else 0
+                queue.append(child)
+        return cls(frozenset(firsts), cjk, tuple(goto), tuple(fail), tuple(best))
 
-    def match(self, words: list[tuple[str, int, int]], i: int) -> int:
-        """How many words the longest name starting at word ``i`` has (0: none)."""
-        for n in self.lengths.get(words[i][0], ()):
-            if i + n <= len(words) and tuple(w for w, _, _ in words[i : i + n]) in self.index:
-                return n
-        return 0
+    def may_hold(self, folded_line: str) -> bool:
+        if self.cjk and _CJK.search(folded_line):
+            return True
+        return not self.firsts.isdisjoint(_WORD.findall(folded_line))
 
-
-def _words(segment: str) -> list[tuple[str, int, int]]:
-    """(folded word, start, end) of each word of ``segment``, the offsets in ``segment`` as written."""
-    if segment.isascii():
-        return [(m.group().lower(), m.start(), m.end()) for m in _WORD.finditer(segment)]
-    out: list[tuple[str, int, int]] = []
-    for m in _WORD.finditer(segment):
-        out.extend((w, m.start(), m.end()) for w in _WORD.findall(fold(m.group())))
-    return out
-
-
-def _heading(lines: list[str], line: int) -> str | None:
-    for text in reversed(lines[: line - 1]):
-        m = _HEADING.match(text)
-        if m:
-            return m.group(1).replace(_BREAK, " ").rstrip(" \t#").strip() or None
-    return None
+    def longest(self, keys: Sequence[str]) -> list[int]:
+        """For each token, how many tokens the longest name starting there has (0: none)."""
+        goto, fail, best = self.goto, self.fail, self.best
+        out = [0] * len(keys)
+        state = 0
+        for i in range(len(keys) - 1, -1, -1):
+            t = keys[i]
+            while state and t not in goto[state]:
+                state = fail[state]
+            state = goto[state].get(t, 0)
+            out[i] = best[state]
+        return out
 
 
 def linked_targets(records: Iterable[Any]) -> dict[str, set[str]]:
@@ -266,10 +437,14 @@ def linked_targets(records: Iterable[Any]) -> dict[str, set[str]]:
 
 
 def vault_mentions(
-    paths: Sequence[str], metas: Mapping[str, Any], proses: Mapping[str, str], records: Iterable[Any]
-) -> list[Mention]:
+    paths: Sequence[str],
+    metas: Mapping[str, Any],
+    proses: Mapping[str, str],
+    records: Iterable[Any],
+    earlier: Earlier | None = None,
+) -> Found:
     """The vault's mentions from what a convert holds: each note's ``Meta`` (title, aliases) and prose, and
-    the resolved links (``LinkRecord``)."""
+    the resolved links (``LinkRecord``); ``earlier`` what the last convert found, to reuse where it holds."""
     linked = linked_targets(records)
     notes = [
         NoteNames(
@@ -280,7 +455,7 @@ def vault_mentions(
         )
         for p in paths
     ]
-    return find_mentions(notes)
+    return find_all(notes, earlier)
 
 
 def suggestion(mention: Mention, unique_stems: Mapping[str, int]) -> str:

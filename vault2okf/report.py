@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from vault2okf import frontyaml
+from vault2okf.mdtext import code, text
 from vault2okf.mentions import Mention, mentions_json
 from vault2okf.parse import Link, Problem
 from vault2okf.resolve import NOTE_STATUSES, Resolution, Status, block_problem, normalise
@@ -179,8 +181,9 @@ class LinkReport:
         ]
 
     def to_markdown(self) -> str:
+        """The report for people; every name from the vault in it escaped (``mdtext``): shown, never HTML."""
         data = self.to_json()
-        return "\n".join(_markdown(data)) + "\n"
+        return _front(data) + "\n".join(_markdown(data)) + "\n"
 
     def to_json_text(self) -> str:
         return json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n"
@@ -257,10 +260,22 @@ def _n(count: int, word: str, plural: str | None = None) -> str:
     return f"{count:,} {word if count == 1 else plural or word + 's'}"
 
 
+def _front(d: dict[str, Any]) -> str:
+    """The report's frontmatter: an OKF doc of type ``report`` (OKF v0.2 §4: every doc but an index has one)."""
+    t = d["totals"]
+    description = (
+        f"Link health of the vault {d['vault']}: {t['by_status'].get('broken', 0):,} broken and "
+        f"{t['by_status'].get('ambiguous', 0):,} ambiguous links of {t['links']:,}, with where they are and what "
+        "to do; orphans, hubs and unlinked mentions."
+    )
+    head = {"type": "report", "title": f"Link health: {d['vault']}", "description": description}
+    return f"---\n{frontyaml.dump(head)}---\n"
+
+
 def _markdown(d: dict[str, Any]) -> Iterable[str]:
     t = d["totals"]
     s = t["by_status"]
-    yield f"# Link health: {d['vault']}"
+    yield f"# Link health: {text(d['vault'])}"
     yield ""
     yield (
         f"{_n(t['notes'], 'note')}, {_n(t['links'], 'link')} and {_n(t['embeds'], 'embed')} "
@@ -330,31 +345,32 @@ def _broken_line(e: dict[str, Any]) -> Iterable[str]:
     found = e.get("suggestions") or []
     hint = ""
     if found:
-        hint = " — did you mean: " + "; ".join(f"`{x['path']}` ({x['why']})" for x in found[:3]) + "?"
-    yield f"- **{e['target']}** ×{e['count']}{hint}"
+        hint = " — did you mean: " + "; ".join(f"{code(x['path'])} ({text(x['why'])})" for x in found[:3]) + "?"
+    yield f"- **{text(e['target'])}** ×{e['count']}{hint}"
     yield _at(e["at"])
 
 
 def _ambiguous_line(e: dict[str, Any]) -> Iterable[str]:
-    chosen = ", ".join(f"`{c}`" for c in e["chosen"])
-    yield f"- **{e['target']}** ×{e['count']} → chose {chosen} of {', '.join(f'`{c}`' for c in e['candidates'])}"
+    chosen = ", ".join(code(c) for c in e["chosen"])
+    candidates = ", ".join(code(c) for c in e["candidates"])
+    yield f"- **{text(e['target'])}** ×{e['count']} → chose {chosen} of {candidates}"
     yield _at(e["at"])
 
 
 def _note_line(e: dict[str, Any]) -> Iterable[str]:
-    yield f"- **{e['target']}** ×{e['count']} → " + (f"`{e['note']}`" if e["note"] else e.get("why", ""))
+    yield f"- **{text(e['target'])}** ×{e['count']} → " + (code(e["note"]) if e["note"] else text(e.get("why", "")))
     yield _at(e["at"])
 
 
 def _block_line(e: dict[str, Any]) -> Iterable[str]:
-    yield f"- **{e['target']}** ×{e['count']} → `{e['note']}`: {e['why']}"
+    yield f"- **{text(e['target'])}** ×{e['count']} → {code(e['note'])}: {text(e['why'])}"
     yield _at(e["at"])
 
 
 def _at(where: list[str]) -> str:
     """Up to ``AT_SHOWN`` locations; link-health.json and link-health.html list every one."""
     more = f" … and {len(where) - AT_SHOWN:,} more (all in link-health.html)" if len(where) > AT_SHOWN else ""
-    return f"  - at: {', '.join(f'`{w}`' for w in where[:AT_SHOWN])}{more}"
+    return f"  - at: {', '.join(code(w) for w in where[:AT_SHOWN])}{more}"
 
 
 def _variants(clusters: list[dict[str, Any]]) -> Iterable[str]:
@@ -369,10 +385,10 @@ def _variants(clusters: list[dict[str, Any]]) -> Iterable[str]:
     )
     yield ""
     for c in clusters:
-        spellings = ", ".join(f"{w} ×{n}" for w, n in c["variants"].items())
-        aliases = "; ".join(f"`{a['alias']}` for `{a['note']}`" for a in c["aliases"])
-        notes = ", ".join(f"`{p}`" for p in c["notes"][:3]) + (" …" if len(c["notes"]) > 3 else "")
-        yield f"- **{c['word']}** ({notes}) is also written {spellings}" + (
+        spellings = ", ".join(f"{text(w)} ×{n}" for w, n in c["variants"].items())
+        aliases = "; ".join(f"{code(a['alias'])} for {code(a['note'])}" for a in c["aliases"])
+        notes = ", ".join(code(p) for p in c["notes"][:3]) + (" …" if len(c["notes"]) > 3 else "")
+        yield f"- **{text(c['word'])}** ({notes}) is also written {spellings}" + (
             f"; suggested aliases: {aliases}" if aliases else ""
         )
 
@@ -392,7 +408,7 @@ def _types(rows: list[dict[str, Any]]) -> Iterable[str]:
     yield "|---|---|---|---:|"
     for r in rows:
         rule = TYPE_RULES.get(r["rule"], r["rule"])
-        yield f"| {r['folder'] or '(top of the vault)'} | {r['type']} | {rule} | {r['notes']:,} |"
+        yield f"| {text(r['folder']) or '(top of the vault)'} | {text(r['type'])} | {rule} | {r['notes']:,} |"
 
 
 def _located(problem: dict[str, Any]) -> str:
@@ -409,12 +425,12 @@ def _problems(d: dict[str, Any]) -> Iterable[str]:
             "says what was done and how to fix it."
         )
         yield ""
-        yield from (f"- `{_located(p)}` {p['kind']}: {p['message']}" for p in d["problems"])
+        yield from (f"- {code(_located(p))} {text(p['kind'])}: {text(p['message'])}" for p in d["problems"])
     if d["skipped"]:
         yield ""
         yield f"## Skipped while walking ({_n(len(d['skipped']), 'file')})"
         yield ""
-        yield from (f"- `{s['path']}`: {s['reason']}" for s in d["skipped"])
+        yield from (f"- {code(s['path'])}: {text(s['reason'])}" for s in d["skipped"])
 
 
 def _orphans(orphans: list[str]) -> Iterable[str]:
@@ -426,7 +442,7 @@ def _orphans(orphans: list[str]) -> Iterable[str]:
         return
     yield f"{_n(len(orphans), 'note')} {'has' if len(orphans) == 1 else 'have'} no links in either direction."
     yield ""
-    yield from (f"- {o}" for o in orphans)
+    yield from (f"- {text(o)}" for o in orphans)
 
 
 def _hubs(hubs: list[dict[str, Any]]) -> Iterable[str]:
@@ -437,7 +453,7 @@ def _hubs(hubs: list[dict[str, Any]]) -> Iterable[str]:
     yield ""
     yield "| note | linked notes | share of vault |"
     yield "|---|---:|---:|"
-    yield from (f"| {h['note']} | {h['degree']:,} | {h['share_of_vault']:.1%} |" for h in hubs)
+    yield from (f"| {text(h['note'])} | {h['degree']:,} | {h['share_of_vault']:.1%} |" for h in hubs)
 
 
 MENTIONS_ADVICE = (
@@ -460,7 +476,7 @@ def _mentions(section: dict[str, Any]) -> Iterable[str]:
     for entry in section["by_note"]:
         shown = entry["mentions"]
         more = f" (top {len(shown)} of {entry['count']})" if entry["count"] > len(shown) else ""
-        yield f"- **{entry['note']}**{more}: " + "; ".join(
-            f"line {m['line']} “{m['text']}” → `{m['link']}`" + (f" ×{m['count']}" if m["count"] > 1 else "")
+        yield f"- **{text(entry['note'])}**{more}: " + "; ".join(
+            f"line {m['line']} “{text(m['text'])}” → {code(m['link'])}" + (f" ×{m['count']}" if m["count"] > 1 else "")
             for m in shown
         )

@@ -23,14 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from vault2okf import bundle as b
-from vault2okf.analytics import NoteAnalytics, analyse, frontmatter
+from vault2okf.analytics import NoteAnalytics, analyse, as_tuple, from_tuple, frontmatter, graph_key
 from vault2okf.cache import Body, ConvertCache, NoteState, output_sig, suggest_key, universe_digest, walk_digest
 from vault2okf.concept import concept_id, concept_row, doc_safe, link_row
 from vault2okf.config import Config
 from vault2okf.db import AnalyticsRow, ConceptRow, DatabaseWriter, LinkRow
 from vault2okf.guard import Problems, note_meta_safe, read_note, resolve_links_safe, rewrite_safe
 from vault2okf.html import link_health_html
-from vault2okf.mentions import Mention, mention_rows, prose, vault_mentions
+from vault2okf.mentions import Found, Mention, mention_rows, prose, vault_mentions
 from vault2okf.meta import Meta
 from vault2okf.names import assign_doc_paths
 from vault2okf.parse import Link, Note, Problem
@@ -123,6 +123,7 @@ class NoteWork:
     missing_blocks: tuple[int, ...] = ()  # links whose block is missing: their rows' statuses
     inputs: tuple[Any, ...] = ()  # what the rewrite reads besides the note (NoteState.inputs)
     made: Made | None = None
+    hits: tuple[Any, ...] = ()  # the names found in its prose (mentions.Hit)
 
     @property
     def meta(self) -> Meta:
@@ -155,7 +156,7 @@ class NoteWork:
             links=r.links, blocks=r.blocks, words=r.words, mtime=f.mtime, base=f.base, meta=f.meta,
             meta_problems=f.problems, resolved=self.resolved.resolutions, resolve_problems=self.resolved.problems,
             inputs=self.inputs, rewrite_problems=m.rewrite_problems, doc_problems=m.doc_problems, doc=doc,
-            output=output, prose=r.prose,
+            output=output, prose=r.prose, hits=self.hits,
         )  # fmt: skip
 
 
@@ -169,6 +170,7 @@ class Run:
         self.old_db = database(out)
         db_intact = old is not None and output_sig(self.old_db) == old.files.get(DATABASE)
         self.old = old if db_intact else None  # rows are carried from the old database, so it must be intact
+        self.last = old.loaded if old is not None else None  # its memos (analytics, mentions) need no database
         self.works: dict[str, NoteWork] = {}  # vault path -> this run's work on the note
         self.parsed: dict[str, Note] = {}
         self.files = {f.path: f for f in walk.notes}
@@ -177,7 +179,7 @@ class Run:
         clock.lap("parse")
         self._resolve()
         clock.lap("resolve")
-        self.analytics = analyse(self.paths, self._edges())
+        self.analytics = self._analyse()
         clock.lap("graph")
         self._render()
         clock.lap("carry")
@@ -284,7 +286,7 @@ class Run:
         doc_of.update({a.path: a.path for a in self.walk.attachments if a.path in used})
         self.doc_of, self.used = doc_of, used
         self.carried: list[str] = []
-        self.graph = {p: frontmatter(a, concept_id(doc_of[a.community])) for p, a in self.analytics.items()}
+        self.graph = {p: frontmatter(a) for p, a in self.analytics.items()}
         for path in self.paths:
             w = self.works[path]
             targets = tuple(doc_of.get(r.path) for r in w.resolutions if r.path)
@@ -295,6 +297,14 @@ class Run:
                 w.made = Made(doc=st.doc, rewrite_problems=st.rewrite_problems, doc_problems=st.doc_problems)
                 self.carried.append(path)
         self.reused = len(self.carried)
+
+    def _analyse(self) -> dict[str, NoteAnalytics]:
+        """The graph analytics: the last convert's while the graph is the same (``analytics.graph_key``)."""
+        edges = self._edges()
+        self.graph_key = graph_key(self.paths, edges)
+        if self.last is not None and self.last.graph[0] == self.graph_key:
+            return {p: from_tuple(p, t) for p, t in self.last.graph[1].items()}
+        return analyse(self.paths, edges)
 
     def _edges(self) -> list[tuple[str, str]]:
         """The link graph's edges: (source, target) of every link to another note, as ``okf.duckdb``'s ``links``
@@ -361,10 +371,20 @@ class Run:
         return tuple(sorted([*self.walk.problems, *notes], key=_by_path))
 
     @cached_property
-    def mentions(self) -> list[Mention]:
-        """Unlinked mentions, found again over the whole vault each run (every note's names matter)."""
+    def found(self) -> Found:
+        """Unlinked mentions over the whole vault (every note's names matter), each note read again only where
+        the last convert's hits may not hold (``mentions.Earlier``)."""
         metas = {p: self.works[p].meta for p in self.paths}
-        return vault_mentions(self.paths, metas, {p: self.works[p].reading.prose for p in self.paths}, self.records)
+        proses = {p: self.works[p].reading.prose for p in self.paths}
+        earlier = self.last.earlier() if self.last is not None else None
+        found = vault_mentions(self.paths, metas, proses, self.records, earlier)
+        for path, hits in found.hits.items():
+            self.works[path].hits = hits
+        return found
+
+    @property
+    def mentions(self) -> list[Mention]:
+        return self.found.mentions
 
     @property
     def report(self) -> LinkReport:
@@ -428,7 +448,7 @@ class Run:
     def _analytics_row(self, a: NoteAnalytics) -> AnalyticsRow:
         return AnalyticsRow(
             id=concept_id(self.doc_of[a.path]), pagerank=a.pagerank, rank=a.rank, centrality=a.centrality,
-            community=self.graph[a.path]["community"], in_degree=a.in_degree, out_degree=a.out_degree, hub=a.hub,
+            community=concept_id(self.doc_of[a.community]), in_degree=a.in_degree, out_degree=a.out_degree, hub=a.hub,
             orphan=a.orphan,
         )  # fmt: skip
 
@@ -450,6 +470,7 @@ class Run:
         attachment_folders = {posixpath.dirname(p) for p in used if p}
         for folder, text in b.folder_indexes(docs, vault.name, attachment_folders).items():
             files[posixpath.join(b.CONCEPTS, folder, "index.md")] = text
+        files["index.md"] = b.root_index(vault.name)
         types = dict(Counter(d.type for d in docs).most_common())
         data = report.to_json()
         files["SKILL.md"] = skill_text(vault.name, vault.name, types, data["totals"], folders=data["types"])
@@ -494,7 +515,8 @@ class Run:
         blobs = {} if read is None else read.saved([p for p, s in notes.items() if read.notes.get(p) == s])
         body = Body(
             notes=notes, problems=report.problems, types=report.types, variants=report.variants, near=self.near,
-            suggested=suggested, suggest_key=self.suggest_key, blobs=blobs,
+            suggested=suggested, suggest_key=self.suggest_key, blobs=blobs, names=self.found.keys,
+            graph=(self.graph_key, {p: as_tuple(a) for p, a in self.analytics.items()}),
         )  # fmt: skip
         return ConvertCache(
             key=key,

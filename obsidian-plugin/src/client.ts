@@ -90,8 +90,9 @@ export class Vault2OkfClient {
     return this.get(`/notes/${encodeURIComponent(noteId)}`, {});
   }
 
-  related(noteId: string, k = 10): Promise<Related> {
-    return this.get(`/related/${encodeURIComponent(noteId)}`, { k: String(k) });
+  /** The notes related to one: `note` is its id or its vault path (the server resolves either). */
+  related(note: string, k = 10): Promise<Related> {
+    return this.get(`/related/${encodeURIComponent(note)}`, { k: String(k) });
   }
 
   /** The link-health report, only the entries found in `notePath` (a vault path) when it is given. */

@@ -1,16 +1,4 @@
-/** Vault paths, note ids and Obsidian link text. Pure. */
-
-const RESERVED = new Set(["index.md", "log.md"]); // vault2okf/bundle.py RESERVED: renamed "X (note).md" in the bundle
-
-/** The bundle's note id of a vault path (`vault2okf.bundle.doc_path_for`, then `.md` dropped). */
-export function noteIdFor(vaultPath: string): string {
-  const slash = vaultPath.lastIndexOf("/");
-  const folder = vaultPath.slice(0, slash + 1);
-  let name = vaultPath.slice(slash + 1);
-  if (name === ".md") name = "_untitled.md";
-  else if (RESERVED.has(name.toLowerCase())) name = `${name.slice(0, -3)} (note).md`;
-  return stripMd(folder + name);
-}
+/** Vault paths and Obsidian link text. Pure. (Note ids: the server resolves a vault path to its note.) */
 
 export function stripMd(path: string): string {
   return path.toLowerCase().endsWith(".md") ? path.slice(0, -3) : path;

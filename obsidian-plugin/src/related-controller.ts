@@ -1,7 +1,6 @@
 /** The Related view's behaviour, without its DOM: follows the active note (debounced), asks, opens. */
 import { type App, debounce } from "obsidian";
 import { ServerError, type Vault2OkfClient } from "./client";
-import { noteIdFor } from "./paths";
 import { type RelatedItem, relatedItems } from "./related-model";
 import { openLink } from "./workspace";
 
@@ -51,7 +50,7 @@ export class RelatedController {
     }
     this.set({ path, phase: "loading", error: "" });
     try {
-      const related = await this.deps.client().related(noteIdFor(path), this.deps.k ?? 10);
+      const related = await this.deps.client().related(path, this.deps.k ?? 10);
       if (asked === this.asked) this.set({ phase: "done", items: relatedItems(related, path) });
     } catch (err) {
       if (asked === this.asked) this.set({ phase: "error", items: [], error: failure(err, path) });

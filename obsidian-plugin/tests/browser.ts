@@ -137,7 +137,7 @@ function checkPlugin(r: any): void {
   assert.equal(r.status.level, "ok", r.status.text);
   assert.deepEqual(r.statusAtStart, ["/health"], "the plugin checks the server once loaded");
   const bundle = data.health.bundles[0].name;
-  const asked = (note: string) => [`/links?bundle=${bundle}&note=${note}`, `/related/${stripMd(note)}?bundle=${bundle}&k=10`];
+  const asked = (note: string) => [`/links?bundle=${bundle}&note=${note}`, `/related/${note}?bundle=${bundle}&k=10`];
   assert.deepEqual([...r.onOpen].sort(), asked(data.relatedNote).sort(), "the panes ask for the note open when they open");
   assert.equal(r.active, data.linksNote);
   assert.deepEqual([...r.afterSwitch].sort(), asked(data.linksNote).sort(), "three notes in quick succession: one request per pane, for the last");

@@ -118,7 +118,7 @@ test("related: follows the active note, debounced (one request, for the last not
   await c.settled();
   assert.equal(seen.length, 1);
   const url = new URL(seen[0].url);
-  assert.equal(url.pathname, "/related/Sessions%2FSession%203");
+  assert.equal(url.pathname, "/related/Sessions%2FSession%203.md", "the vault path, which the server resolves");
   assert.equal(url.searchParams.get("k"), "7");
   assert.equal(url.searchParams.get("bundle"), "coa");
   assert.deepEqual(c.state.items.map((i) => i.title), ["Tezha Olai", "Far Away"]);

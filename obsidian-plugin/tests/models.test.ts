@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { answerMarkdown, blockOf, citationLinks, pathsOf, sourceItems } from "../src/ask-model";
 import { findLinks, isRefusal, linkItems, planEdit, wordAt, type Edit } from "../src/links-model";
-import { headingSubpath, linktext, noteIdFor, parseAt } from "../src/paths";
+import { headingSubpath, linktext, parseAt } from "../src/paths";
 import { relatedItems, whyText } from "../src/related-model";
 import { ServerError } from "../src/client";
 import { pickBundle, serverStatus } from "../src/status";
@@ -12,11 +12,7 @@ const S3 = "Sessions/Session 3.md";
 const lineOf = (n: number) => NOTES[0].text.split("\n")[n - 1];
 const shortest = (path: string) => path.replace(/\.md$/, "").split("/").pop()!;
 
-test("note ids from vault paths follow the bundle's renaming of reserved names", () => {
-  assert.equal(noteIdFor("Sessions/Session 3.md"), "Sessions/Session 3");
-  assert.equal(noteIdFor("Folder/index.md"), "Folder/index (note)");
-  assert.equal(noteIdFor("LOG.md"), "LOG (note)");
-  assert.equal(noteIdFor("a/.md"), "a/_untitled");
+test("at-lines split into vault path and line", () => {
   assert.deepEqual(parseAt("A: b/Note.md:12"), { path: "A: b/Note.md", line: 12 });
   assert.equal(parseAt("no line"), null);
 });

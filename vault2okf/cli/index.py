@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from vault2okf.cli.options import BUNDLE, CHROMA_URL
+from vault2okf.cli.render import notes
 
 
 def index_cmd(
@@ -37,5 +38,4 @@ def index_cmd(
         f"{result.notes} notes, {result.chunks} chunks in {result.collection} ({result.embedder}): "
         f"{result.added} embedded, {result.removed} removed, {result.unchanged} unchanged, {result.seconds:.1f}s"
     )
-    for notice in result.notices:
-        typer.echo(f"note: {notice}", err=True)
+    notes(result.notices)

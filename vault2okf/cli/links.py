@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from vault2okf.cli.options import BUNDLE
+from vault2okf.cli.render import echo
 from vault2okf.errors import Vault2OkfError
 from vault2okf.links import diff_reports, load_report, mentions_list, open_html, overrides_toml, read_link_health
 
@@ -27,13 +28,13 @@ def links_cmd(
     if sum((as_json, open_, overrides, diff is not None, mentions)) > 1:
         raise Vault2OkfError("give one of --json, --open, --overrides, --diff, --mentions")
     if open_:
-        typer.echo(open_html(bundle))
+        echo(str(open_html(bundle)))
     elif overrides:
-        typer.echo(overrides_toml(load_report(bundle)), nl=False)
+        echo(overrides_toml(load_report(bundle)), nl=False)
     elif mentions:
-        typer.echo(mentions_list(load_report(bundle)), nl=False)
+        echo(mentions_list(load_report(bundle)), nl=False)
     elif diff is not None:
         old = load_report(diff)  # checked before the bundle, so a bad OLD is named first
-        typer.echo(diff_reports(old, load_report(bundle)), nl=False)
+        echo(diff_reports(old, load_report(bundle)), nl=False)
     else:
-        typer.echo(read_link_health(bundle, as_json=as_json), nl=False)
+        echo(read_link_health(bundle, as_json=as_json), nl=False)

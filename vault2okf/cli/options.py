@@ -223,5 +223,8 @@ def open_retriever(bundle: Path, chroma_url: str | None, spec: Any) -> Any:
 
 
 def check_question(question: str) -> None:
+    from retriever.errors import check_decodable
+
     if not question.strip():
         raise typer.BadParameter("the question is empty: ask something", param_hint="'QUESTION'")
+    check_decodable(question)  # bytes that are not UTF-8: one Error line, exit 1, before any model loads

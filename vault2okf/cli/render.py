@@ -4,6 +4,7 @@ command never imports another command."""
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
@@ -15,11 +16,28 @@ if TYPE_CHECKING:  # a search prints through here too, and imports nothing of th
     from retriever.retrieve import Hit, Retrieval
 
 
+# C0 controls but newline and tab (ESC starts the terminal's escape sequences; CR rewrites the line), DEL, C1
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal(text: str) -> str:
+    """``text`` safe to print on a terminal: every control character but newline and tab written as its escape
+    (``\\u001b``), so a file name or title from a vault cannot move the cursor, clear the screen, retitle the
+    window or hide text, and still shows what it holds. JSON stays JSON: a control character can only stand in
+    one of its strings, where ``\\u001b`` is the escape JSON itself uses."""
+    return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def echo(text: str = "", *, err: bool = False, nl: bool = True) -> None:
+    """``typer.echo`` of ``terminal(text)``: how every command prints what holds names or text from a vault."""
+    typer.echo(terminal(text), err=err, nl=nl)
+
+
 def notes(lines: Iterable[str | None]) -> None:
     """Each non-empty notice as one ``note:`` line on stderr."""
     for line in lines:
         if line:
-            typer.echo(f"note: {line}", err=True)
+            echo(f"note: {line}", err=True)
 
 
 def hit_lines(retrieval: Retrieval) -> list[str]:
@@ -30,12 +48,14 @@ def hit_lines(retrieval: Retrieval) -> list[str]:
     for rank, hit in enumerate(retrieval.hits, start=1):
         score = f"{hit.score:7.3f}"
         vector, hop = (score, "") if hit.via == "vector" else ("", score)
-        lines.append(f"{rank:>3}. {hit.via:<6} {vector:>7} {hop:>7} {hit.tokens:>5} tok  {hit.vault_path}")
+        lines.append(f"{rank:>3}. {hit.via:<6} {vector:>7} {hop:>7} {hit.tokens:>5} tok  {terminal(hit.vault_path)}")
     return lines
 
 
 def render_sources(answer: Answer) -> list[str]:
     """What follows the streamed answer text: the "Sources" list, or why there is none."""
+    if answer.finish_reason == "length" and not answer.text:  # cut off: what was streamed is no answer
+        return ["", f"({answer.flag})"]
     if answer.not_found:
         return []
     if not answer.citations:
@@ -45,7 +65,7 @@ def render_sources(answer: Answer) -> list[str]:
     for number, c in enumerate(answer.citations, start=1):
         anchor = f"#{c.heading}" if c.heading else ""
         quote = f': "{clip(c.quote)}"' if c.quote and c.quote not in answer.text else ""  # extract quoted it
-        lines.append(f"  [{number}] {c.label}{quote} — {c.path}{anchor}")
+        lines.append(terminal(f"  [{number}] {c.label}{quote} — {c.path}{anchor}"))
     return lines
 
 
@@ -62,7 +82,7 @@ def context_lines(answer: Answer | None, hits: Sequence[Hit]) -> list[str]:
             continue
         seen.add(hit.note_id)
         mark = f"cited {' '.join(cited[hit.note_id])}" if hit.note_id in cited else ""
-        lines.append(f"  {mark:<12} {hit.via:<6} {hit.title} ({hit.doc_path})")
+        lines.append(terminal(f"  {mark:<12} {hit.via:<6} {hit.title} ({hit.doc_path})"))
     return lines
 
 
@@ -74,5 +94,5 @@ def clip(text: str, most: int = 200) -> str:
 
 def print_token(token: str) -> None:
     """A piece of a streamed answer, shown at once."""
-    sys.stdout.write(token)
+    sys.stdout.write(terminal(token))
     sys.stdout.flush()

@@ -9,7 +9,7 @@ import typer
 
 from retriever.spec import SearchSpec, left_out_notice
 from vault2okf.cli.options import BUNDLE, CHROMA_URL, QUESTION, check_question, open_retriever, search_options
-from vault2okf.cli.render import hit_lines, notes
+from vault2okf.cli.render import echo, hit_lines, notes
 from vault2okf.cli.through import NO_SERVER, search_through_server
 
 
@@ -33,7 +33,7 @@ def search_cmd(
         payload = {"question": question, "mode": retrieval.mode, "k": spec.k, "ranker": retrieval.ranker,
                    "notes": retrieval.notes, "tokens": retrieval.tokens, "left_out": retrieval.left_out,
                    "timings_ms": retrieval.timings, "hits": [h.to_json() for h in retrieval.hits]}  # fmt: skip
-        typer.echo(json.dumps(payload, indent=2, ensure_ascii=False))
+        echo(json.dumps(payload, indent=2, ensure_ascii=False))
         return
     for line in hit_lines(retrieval):
         typer.echo(line)

@@ -13,7 +13,7 @@ from typing import Any
 
 import typer
 
-from vault2okf.cli.render import context_lines, notes, print_token, render_sources
+from vault2okf.cli.render import context_lines, echo, notes, print_token, render_sources
 
 NO_SERVER = typer.Option(
     False, "--no-server", help="Run in this process even when a `vault2okf serve` holds the bundle."
@@ -100,7 +100,7 @@ def ask_through_server(
             result = post(address, "/ask", body)
             notes([address.notice])
             _say_left_out(result, question, spec)
-            typer.echo(json.dumps(result, indent=2, ensure_ascii=False))
+            echo(json.dumps(result, indent=2, ensure_ascii=False))
             return True
         notes([address.notice])
         return _stream(address, body, question, spec, events)

@@ -11,6 +11,7 @@ from pathlib import Path
 import typer
 
 from vault2okf.cli.options import CONFIG, FORCE, VAULT
+from vault2okf.cli.render import echo
 from vault2okf.errors import Vault2OkfError
 from vault2okf.watch import Indexer, Watcher, now
 
@@ -37,7 +38,7 @@ def watch_cmd(
         indexer=indexer,
         index_options={"embedder_name": embedder, "device": device},
         debounce_ms=debounce,
-        echo=typer.echo,
+        echo=echo,
     )
     try:
         with watcher.signals():

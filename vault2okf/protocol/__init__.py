@@ -41,5 +41,16 @@ def database(bundle: Path | str) -> Path:
     return Path(bundle) / DATABASE
 
 
+def not_a_folder(bundle: Path | str) -> str | None:
+    """The error for a bundle path that is a file (None when it is not one): advice that does not loop, since
+    `convert -o` refuses a file as its output too."""
+    if Path(bundle).exists() and not Path(bundle).is_dir():
+        return (
+            f"{bundle} is a file, not a bundle: give the folder that `vault2okf convert VAULT -o FOLDER` wrote "
+            "(convert writes a bundle only to a new or empty folder)"
+        )
+    return None
+
+
 def state_dir(bundle: Path | str) -> Path:
     return Path(bundle) / STATE_DIR

@@ -27,7 +27,8 @@ class Notes:
         self._names: dict[str, str] | None = None
 
     def resolve(self, note: str) -> str:
-        """The concept id ``note`` names: an id, a doc or vault path (percent-encoded or not) or a unique title."""
+        """The concept id ``note`` names: an id, a doc or vault path (percent-encoded or not) or a unique title;
+        an id wins over a vault path that spells the same."""
         names = self._index()
         raw = str(note).strip()
         wanted = unquote(raw).replace("\\", "/").split("#", 1)[0]
@@ -40,7 +41,8 @@ class Notes:
         if found:
             return found
         close = difflib.get_close_matches(wanted.casefold(), list(names), n=5, cutoff=0.6)
-        hint = f"; did you mean {', '.join(repr(names[c]) for c in close)}?" if close else "; use search to find ids"
+        ids = dict.fromkeys(names[c] for c in close)  # a title and a path may both name one id
+        hint = f"; did you mean {', '.join(map(repr, ids))}?" if close else "; use search to find ids"
         raise ToolError(f"no note {raw!r} in this bundle{hint}")
 
     def ids(self) -> set[str]:
@@ -58,13 +60,16 @@ class Notes:
     def _index(self) -> dict[str, str]:
         """Case-folded id, and title or file name when only one note has it, -> id."""
         if self._names is None:
-            rows = self._db.select("SELECT id, title FROM concepts ORDER BY id")
+            rows = self._db.select("SELECT id, title, vault_path FROM concepts ORDER BY id")
             names: dict[str, list[str]] = {}
-            for cid, title in rows:
+            for cid, title, _ in rows:
                 for name in {title.casefold(), cid.rsplit("/", 1)[-1].casefold()}:
                     names.setdefault(name, []).append(cid)
             index = {name: cids[0] for name, cids in names.items() if len(cids) == 1}
-            index.update({cid.casefold(): cid for cid, _ in rows})
+            # the vault path (without .md) names its note even where the id differs from it (a reserved file
+            # name, a renamed folder type), so a client holding a vault path need not know the id rules
+            index.update({str(path).removesuffix(".md").casefold(): cid for cid, _, path in rows if path})
+            index.update({cid.casefold(): cid for cid, _, _ in rows})
             self._names = index
         return self._names
 

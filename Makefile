@@ -8,7 +8,7 @@ QUESTION ?= Who attacked the convoy during the escort mission, and what were the
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test test-plugin obsidian-plugin lint bench bench-llama bench-onnx reports lock okf-validators
+.PHONY: install demo test test-plugin obsidian-plugin lint bench bench-llama bench-onnx bench-cost reports lock okf-validators
 
 # llama.cpp, built for this CPU but never with Intel AMX. Its AMX path segfaults on the first decode of Q4_K
 # weights (ggml-org/llama.cpp issue 20824, closed without a fix), so the compiler gets the AMX instruction sets
@@ -105,6 +105,9 @@ bench-llama: install  ## prompt tokens/s of this llama.cpp build vs the previous
 
 bench-onnx: install  ## ONNX question encoder vs FlagEmbedding: golden vectors, search order, cold search times
 	$(PY) bench/onnx_parity.py --out reports/onnx-parity.txt
+
+bench-cost: install  ## MiniLM beside a BGE-M3-size random stand-in: chunks/s torch/onnxruntime/int8, memory, cold search
+	$(PY) bench/embedder_cost.py --out reports/bench-embedder-cost.txt
 
 reports: install  ## regenerate reports/ from the shared vaults (scripts/make_reports.py lists them)
 	$(PY) scripts/make_reports.py

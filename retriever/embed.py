@@ -123,8 +123,14 @@ class FlagEmbedder:
         return _normalise(vectors.reshape(len(clean), -1))
 
 
+M3_CLASSES = ("BGEM3FlagModel", "M3Embedder")  # FlagEmbedding 1.4's BGEM3FlagModel is an alias of M3Embedder
+
+
 def _is_m3(flag_model: Any) -> bool:
-    return type(flag_model).__name__ == "BGEM3FlagModel"
+    """Whether a FlagEmbedding model is BGE-M3's (by class name: importing FlagEmbedding to compare costs seconds).
+    Before FlagEmbedding's class was named here as it is now, a BGE-M3 index embedded through ``encode`` (every
+    batch twice) and its export failed: the BGE-M3-size stand-in of bench/embedder_cost.py found both."""
+    return type(flag_model).__name__ in M3_CLASSES
 
 
 def _has_forward(flag_model: Any) -> bool:

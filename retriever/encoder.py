@@ -35,6 +35,14 @@ TOKENIZER_FILE = "tokenizer.json"
 SETTINGS_FILE = "encoder.json"
 
 
+class Precision(StrEnum):
+    FP32 = "fp32"  # the export as traced: the vectors FlagEmbedding gives
+    INT8 = "int8"  # its weights quantised by onnxruntime's dynamic quantisation (`retriever.export.quantize`)
+
+
+INT8_MODEL_FILE = "model.int8.onnx"
+
+
 class Pooling(StrEnum):
     CLS = "cls"  # BGE-M3: the first token's hidden state
     MEAN = "mean"  # sentence-transformers models such as MiniLM: the mean over the question's tokens
@@ -52,7 +60,12 @@ class EncoderSettings:
     max_length: int  # tokens, special tokens included, as FlagEmbedding truncates
     dim: int
     parameters: int
+    precision: Precision = Precision.FP32
     version: int = ENCODER_VERSION
+
+    @property
+    def model_file(self) -> str:
+        return INT8_MODEL_FILE if self.precision is Precision.INT8 else MODEL_FILE
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2) + "\n"
@@ -60,7 +73,8 @@ class EncoderSettings:
     @classmethod
     def read(cls, path: Path) -> EncoderSettings:
         data = json.loads(path.read_text(encoding="utf-8"))
-        return cls(**{**data, "pooling": Pooling(data["pooling"])})
+        precision = Precision(data.get("precision", Precision.FP32))
+        return cls(**{**data, "pooling": Pooling(data["pooling"]), "precision": precision})
 
 
 def encoder_dir(bundle_dir: Path | str) -> Path:
@@ -75,49 +89,95 @@ def read_settings(folder: Path) -> EncoderSettings | None:
         return None
 
 
-def is_current(settings: EncoderSettings | None, embedder: str, spec: str, fingerprint: str | None) -> bool:
-    """Whether an encoder with ``settings`` was exported from this embedder's weights by this code. A fingerprint of
-    None (the weights are not on this machine) leaves the recorded one unchecked: the encoder needs no weights."""
+def is_current(
+    settings: EncoderSettings | None,
+    embedder: str,
+    spec: str,
+    fingerprint: str | None,
+    precision: Precision | None = None,
+) -> bool:
+    """Whether an encoder with ``settings`` was exported from this embedder's weights by this code (at
+    ``precision``, when one is asked for). A fingerprint of None (the weights are not on this machine) leaves the
+    recorded one unchecked: the encoder needs no weights."""
     if settings is None or (settings.embedder, settings.embedder_spec) != (embedder, spec):
+        return False
+    if precision is not None and settings.precision is not precision:
         return False
     return settings.version == ENCODER_VERSION and fingerprint in (None, settings.fingerprint)
 
 
 class OnnxEncoder:
-    """One question at a time through the exported network; the vector comes back float32 and L2-normalised."""
+    """Texts through the exported network; vectors come back float32 and L2-normalised (when the embedder's are).
 
-    def __init__(self, folder: Path, settings: EncoderSettings) -> None:
+    ``threads``: onnxruntime's intra-op threads; by default one for a small model (a question through MiniLM is a
+    few ms) and a core each for a large one. `index` asks for a core each to embed its documents in batches."""
+
+    def __init__(self, folder: Path, settings: EncoderSettings, *, threads: int | None = None) -> None:
         import onnxruntime
         from tokenizers import Tokenizer
 
         self.settings = settings
         self.tokenizer = Tokenizer.from_file(str(folder / TOKENIZER_FILE))
         self.tokenizer.enable_truncation(settings.max_length)
-        self.tokenizer.no_padding()
+        pad_token = next((t for t in ("<pad>", "[PAD]") if self.tokenizer.token_to_id(t) is not None), None)
+        pad_id = self.tokenizer.token_to_id(pad_token) if pad_token else 0
+        self.tokenizer.enable_padding(pad_id=pad_id, pad_token=pad_token or "[PAD]")  # a batch: to its longest
         options = onnxruntime.SessionOptions()
-        # One thread for a small model (a question through MiniLM is a few ms); a core each for a large one.
-        threads = 1 if settings.parameters < SMALL_MODEL else physical_cores()
+        if threads is None:
+            threads = 1 if settings.parameters < SMALL_MODEL else physical_cores()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         options.log_severity_level = 3  # errors only
         if threads > 1:  # spinning threads cost a busy machine more than they save
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session = onnxruntime.InferenceSession(
-            str(folder / MODEL_FILE), options, providers=["CPUExecutionProvider"]
+            str(folder / settings.model_file), options, providers=["CPUExecutionProvider"]
         )
 
     def embed(self, text: str) -> np.ndarray:
-        clean = text if isinstance(text, str) and text.strip() else " "  # as FlagEmbedder gives FlagEmbedding
-        encoded = self.tokenizer.encode(clean)
-        ids = np.asarray([encoded.ids], dtype=np.int64)
-        mask = np.asarray([encoded.attention_mask], dtype=np.int64)
-        hidden = self.session.run(None, {"input_ids": ids, "attention_mask": mask})[0][0]
+        return self.embed_batch([text])[0]
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        """One padded batch (padded to its longest text, as FlagEmbedding pads); a row per text, in order."""
+        clean = [t if isinstance(t, str) and t.strip() else " " for t in texts]  # as FlagEmbedder gives FlagEmbedding
+        encoded = self.tokenizer.encode_batch(clean)
+        ids = np.asarray([e.ids for e in encoded], dtype=np.int64)
+        mask = np.asarray([e.attention_mask for e in encoded], dtype=np.int64)
+        hidden = self.session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
         if self.settings.pooling is Pooling.CLS:
-            vector = hidden[0]
+            vectors = hidden[:, 0]
         else:
-            vector = (hidden * mask[0, :, None]).sum(axis=0) / max(int(mask.sum()), 1)
-        vector = np.asarray(vector, dtype=np.float32)
-        return vector / max(float(np.linalg.norm(vector)), 1e-12) if self.settings.normalize else vector
+            vectors = (hidden * mask[:, :, None]).sum(axis=1) / np.maximum(mask.sum(axis=1, keepdims=True), 1)
+        vectors = np.asarray(vectors, dtype=np.float32)
+        if not self.settings.normalize:
+            return vectors
+        return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+
+
+@dataclass
+class OnnxEmbedder:
+    """The index's embedder run wholly by onnxruntime: documents in length-sorted batches, questions one by one.
+    What `index` embeds with on a CPU when the export is current (`retriever.export.index_embedder`)."""
+
+    name: str
+    spec: str
+    encoder: OnnxEncoder
+    batch_size: int = 32
+    dim: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.dim = self.encoder.settings.dim
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        order = np.argsort([len(text) for text in texts], kind="stable")
+        for start in range(0, len(order), self.batch_size):
+            rows = order[start : start + self.batch_size]
+            out[rows] = self.encoder.embed_batch([texts[i] for i in rows])
+        return out
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.encoder.embed(text)
 
 
 @dataclass
@@ -146,18 +206,26 @@ class QuestionEmbedder:
         return get_embedder(self.spec, device=self.device)
 
 
-def load_encoder(bundle_dir: Path | str, embedder: str, spec: str) -> tuple[OnnxEncoder | None, str | None]:
-    """The bundle's question encoder for this embedder, or None and why not (a notice saying how to rebuild it)."""
+def load_encoder(
+    bundle_dir: Path | str,
+    embedder: str,
+    spec: str,
+    *,
+    precision: Precision | None = None,
+    threads: int | None = None,
+) -> tuple[OnnxEncoder | None, str | None]:
+    """The bundle's question encoder for this embedder (at ``precision`` when one is asked for), or None and why
+    not (a notice saying how to rebuild it)."""
     folder = encoder_dir(bundle_dir)
     fallback = _fallback(bundle_dir)
-    unusable = _unusable(folder, embedder, spec)
+    unusable = _unusable(folder, embedder, spec, precision)
     if unusable:
         return None, f"{unusable}: {fallback}"
     try:
         settings = read_settings(folder)
         if settings is None:
             raise ValueError(f"{SETTINGS_FILE} is unreadable")
-        encoder = OnnxEncoder(folder, settings)
+        encoder = OnnxEncoder(folder, settings, threads=threads)
         probe = encoder.embed("dimension probe")
         if probe.shape != (settings.dim,) or not np.isfinite(probe).all():
             raise ValueError(f"a probe question came out as shape {probe.shape}, not ({settings.dim},)")
@@ -181,11 +249,11 @@ def encoder_notice(bundle_dir: Path | str) -> str | None:
     return f"{unusable}: {_fallback(bundle_dir)}" if unusable else None
 
 
-def _unusable(folder: Path, embedder: str, spec: str) -> str | None:
+def _unusable(folder: Path, embedder: str, spec: str, precision: Precision | None = None) -> str | None:
     if not (folder / SETTINGS_FILE).is_file():
         return f"no question encoder in {folder}"
     settings = read_settings(folder)
-    if settings is not None and not is_current(settings, embedder, spec, embedder_fingerprint(spec)):
+    if settings is not None and not is_current(settings, embedder, spec, embedder_fingerprint(spec), precision):
         return f"the question encoder in {folder} is stale"
     return None
 

@@ -22,13 +22,15 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from retriever.embed import Embedder, embedder_fingerprint, verbose
+from retriever.embed import M3_CLASSES, Embedder, embedder_fingerprint, verbose
 from retriever.encoder import (
+    INT8_MODEL_FILE,
     MODEL_FILE,
     SETTINGS_FILE,
     TOKENIZER_FILE,
     EncoderSettings,
     Pooling,
+    Precision,
     encoder_dir,
     load_encoder,
 )
@@ -42,20 +44,29 @@ class ExportError(RetrieverError):
     """The embedder cannot be exported (not a FlagEmbedding model, no fast tokenizer, onnx missing)."""
 
 
-def ensure_encoder(bundle_dir: Path | str, embedder: str, spec: str, load: Callable[[], Embedder]) -> str | None:
-    """Export the question encoder unless a current one is there; a notice when it could not be written.
-    ``load`` gives the index's embedder (already loaded when anything was embedded)."""
-    if load_encoder(bundle_dir, embedder, spec)[0] is not None:  # current, and it loads and embeds
+def ensure_encoder(
+    bundle_dir: Path | str,
+    embedder: str,
+    spec: str,
+    load: Callable[[], Embedder],
+    precision: Precision = Precision.FP32,
+) -> str | None:
+    """Export the question encoder unless a current one (at ``precision``) is there; a notice when it could not be
+    written. ``load`` gives the index's embedder (already loaded when anything was embedded)."""
+    if load_encoder(bundle_dir, embedder, spec, precision=precision)[0] is not None:  # current, loads and embeds
         return None
     try:
-        export_encoder(bundle_dir, load(), embedder_fingerprint(spec) or "")
+        export_encoder(bundle_dir, load(), embedder_fingerprint(spec) or "", precision)
     except ExportError as error:
         return f"no question encoder written ({error}): search and ask will load FlagEmbedding"
     return None
 
 
-def export_encoder(bundle_dir: Path | str, embedder: Embedder, fingerprint: str) -> Path:
-    """Export ``embedder`` (a `FlagEmbedder`) to ``BUNDLE/.vault2okf/encoder``, replacing what is there."""
+def export_encoder(
+    bundle_dir: Path | str, embedder: Embedder, fingerprint: str, precision: Precision = Precision.FP32
+) -> Path:
+    """Export ``embedder`` (a `FlagEmbedder`) to ``BUNDLE/.vault2okf/encoder``, replacing what is there; at int8
+    only the quantised network is kept (`quantize`)."""
     flag: Any = getattr(embedder, "model", None)
     network, pooling = _network(flag)
     tokenizer = getattr(flag, "tokenizer", None)
@@ -69,10 +80,12 @@ def export_encoder(bundle_dir: Path | str, embedder: Embedder, fingerprint: str)
     part.mkdir(parents=True)
     try:
         _write_onnx(network, tokenizer, part / MODEL_FILE)
+        if precision is Precision.INT8:
+            _only_int8(part)
         backend.save(str(part / TOKENIZER_FILE))
         settings = EncoderSettings(
             embedder.name, embedder.spec, fingerprint, pooling, True, int(getattr(embedder, "max_length", 512)),
-            embedder.dim, sum(p.numel() for p in network.parameters()),
+            embedder.dim, sum(p.numel() for p in network.parameters()), precision,
         )  # fmt: skip
         (part / SETTINGS_FILE).write_text(settings.to_json(), encoding="utf-8")
         _swap(part, final)
@@ -81,9 +94,63 @@ def export_encoder(bundle_dir: Path | str, embedder: Embedder, fingerprint: str)
     return final
 
 
+def _only_int8(folder: Path) -> None:
+    """Quantise the fp32 export in ``folder`` to ``INT8_MODEL_FILE``, then remove the fp32 files."""
+    scratch = folder / "fp32"
+    scratch.mkdir()
+    for path in list(folder.iterdir()):
+        if path.is_file():
+            os.replace(path, scratch / path.name)
+    try:
+        quantize(scratch / MODEL_FILE, folder / INT8_MODEL_FILE)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def quantize(fp32: Path, int8: Path) -> None:
+    """onnxruntime's dynamic quantisation of an fp32 export: every MatMul's weights to uint8, per output channel,
+    activations quantised per batch at run time; the embedding tables stay fp32. Of the recipes tried on MiniLM
+    (signed or unsigned weights, per tensor or per channel, reduced range, embeddings quantised or not) this one
+    came closest to fp32 (lowest cosine 0.987 on 128 thellade chunks; signed weights with reduced range 0.58: this
+    AVX2 CPU has no VNNI). The export keeps each linear layer's weights behind a Transpose (constant folding is
+    off, `_write_onnx`), which the quantiser does not look through: those transposes are folded first."""
+    import onnx
+    from onnx import numpy_helper
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    model = onnx.load(str(fp32))  # with its external tensors, for a model over 2 GB
+    weights = {init.name: init for init in model.graph.initializer}
+    folded = []
+    for node in model.graph.node:
+        if node.op_type == "Transpose" and len(node.input) == 1 and node.input[0] in weights:
+            perm = next((list(a.ints) for a in node.attribute if a.name == "perm"), None)
+            array = numpy_helper.to_array(weights[node.input[0]])
+            model.graph.initializer.append(numpy_helper.from_array(array.transpose(perm), node.output[0]))
+            folded.append(node)
+    for node in folded:
+        model.graph.node.remove(node)
+    used = {name for node in model.graph.node for name in node.input}
+    keep = [init for init in model.graph.initializer if init.name in used]
+    del model.graph.initializer[:]
+    model.graph.initializer.extend(keep)
+    staged = int8.with_name(f"{int8.stem}.folded.onnx")
+    big = sum(init.ByteSize() for init in keep) > 1_800_000_000
+    try:
+        onnx.save(model, str(staged), save_as_external_data=big, location=f"{staged.name}.data" if big else None)
+        del model, weights, keep, folded
+        with _quiet(), _export_errors():
+            quantize_dynamic(
+                staged, int8, weight_type=QuantType.QUInt8, per_channel=True, op_types_to_quantize=["MatMul"],
+                use_external_data_format=False,
+            )  # fmt: skip
+    finally:
+        staged.unlink(missing_ok=True)
+        staged.with_name(f"{staged.name}.data").unlink(missing_ok=True)
+
+
 def _network(flag: Any) -> tuple[Any, Pooling]:
     """The transformers encoder inside a FlagEmbedding model, and the pooling of its dense vector."""
-    if type(flag).__name__ == "BGEM3FlagModel":
+    if type(flag).__name__ in M3_CLASSES:
         return flag.model.model, Pooling(flag.model.sentence_pooling_method)
     if flag is not None and hasattr(flag, "pooling_method") and hasattr(flag, "model"):
         return flag.model, Pooling(flag.pooling_method)
@@ -159,3 +226,38 @@ def _swap(part: Path, final: Path) -> None:
         os.replace(final, old)
     os.replace(part, final)
     shutil.rmtree(old, ignore_errors=True)
+
+
+def default_precision(spec: str) -> Precision:
+    """fp32 for every embedder: int8 missed the fidelity bar on MiniLM's real weights (lowest cosine to fp32 0.987
+    on thellade chunks, under the 0.99 asked for: reports/bench-embedder-cost.txt), and it is unmeasured on
+    BGE-M3's real weights. ``index --precision int8`` opts in."""
+    return Precision.FP32
+
+
+def index_embedder(
+    bundle_dir: Path | str, spec: str, device: str = "cpu", precision: Precision | None = None
+) -> tuple[Embedder, str | None]:
+    """What `index` embeds documents with, and a notice when it is not the ONNX export.
+
+    On a CPU: the bundle's export (written first when missing, stale or at another precision: the only time torch
+    loads) run by onnxruntime, a thread per physical core, in length-sorted batches; its vectors are
+    FlagEmbedding's at fp32 (reports/bench-embedder-cost.txt has the speed and the cosine). On an accelerator, or
+    when the export cannot be written or loaded: FlagEmbedding (`get_embedder`)."""
+    from retriever.embed import embedder_name, get_embedder, physical_cores
+    from retriever.encoder import SMALL_MODEL, OnnxEmbedder
+
+    if device != "cpu":
+        return get_embedder(spec, device=device), None
+    precision = precision or default_precision(spec)
+    name = embedder_name(spec)
+    notice = ensure_encoder(bundle_dir, name, spec, lambda: get_embedder(spec, device=device), precision)
+    encoder, why = (
+        (None, notice)
+        if notice
+        else load_encoder(bundle_dir, name, spec, precision=precision, threads=physical_cores())
+    )
+    if encoder is None:
+        return get_embedder(spec, device=device), why
+    batch = 16 if encoder.settings.parameters < SMALL_MODEL else 32  # FlagEmbedder's: minilm 16, bge-m3 32
+    return OnnxEmbedder(name, spec, encoder, batch_size=batch), None

@@ -11,6 +11,7 @@ and an `index` whose notes all hash the same returns before any embedder or Chro
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -35,6 +36,7 @@ from vault2okf.protocol.index_info import IndexInfo, index_info_path
 
 if TYPE_CHECKING:
     from retriever.chunk import Chunk
+    from retriever.encoder import Precision
 
 MAX_TOKENS = 400
 MIN_TOKENS = 40
@@ -69,23 +71,33 @@ def index_bundle(
     progress: bool = True,
     device: str = "cpu",
     batch_size: int | None = None,
+    precision: Precision | None = None,
 ) -> IndexResult:
     """Chunk, embed and store every concept of the bundle; only new or changed chunks are embedded.
 
     Notes completely stored from their current text (same ``note_hash`` and all ``note_chunks`` chunks stored)
     are not even re-chunked, so re-indexing after one edit costs about one note's work, and a run killed at
     any point resumes where it stopped. Holds the bundle lock: one convert or index of a bundle at a time.
+
+    On a CPU the documents go through the bundle's ONNX export (`retriever.export.index_embedder`) at
+    ``precision`` (default `export.default_precision`: fp32); another precision than the last index's re-embeds
+    every chunk, so one index never mixes vectors of two precisions.
     """
+    from retriever.export import default_precision
+
     batch = batch_size or _batch_from_env()  # a bad value fails before the model loads
     check_embedder(embedder_name)  # an unknown name or missing BGE-M3 weights fail before the bundle is locked
+    wanted = precision or default_precision(embedder_name)
     with bundle_lock(bundle_dir, "indexing"):
         check_no_stranded_index(bundle_dir)
         started = time.perf_counter()
         concepts = load_concepts(bundle_dir)
         note_hashes = {cid: note_hash(title, body) for cid, title, body in concepts}
         done = None if chroma_url else _nothing_changed(bundle_dir, embedder_name, chroma_path, note_hashes)
+        if done is not None and _precision_of(bundle_dir) not in (None, wanted):
+            done = None  # the stored vectors are of another precision: embed them all again
         if done is not None:
-            notices = _question_encoder(bundle_dir, done, device)
+            notices = _question_encoder(bundle_dir, done, device, wanted)
             seconds = _since(started)
             return IndexResult(
                 done.collection, done.notes, done.chunks, 0, 0, done.chunks, seconds, done.embedder, notices
@@ -93,7 +105,9 @@ def index_bundle(
         _check_writable(bundle_dir)
         spec = embedder_name
         try:
-            result = _index(bundle_dir, concepts, note_hashes, spec, chroma_path, chroma_url, progress, device, batch)
+            result = _index(
+                bundle_dir, concepts, note_hashes, spec, chroma_path, chroma_url, progress, device, batch, wanted
+            )
         except Exception as error:  # chromadb words a full disk its own way ("Error in compaction" ...)
             where = Path(chroma_path) if chroma_path else default_chroma_path(bundle_dir)
             if not is_disk_full(error) and not _out_of_space(where):
@@ -101,8 +115,16 @@ def index_bundle(
             text = sum(len(title) + len(body) for _, title, body in concepts)
             need = 4 * text + (2 << 20)  # chunk texts, vectors, Chroma's own files and the saved table, about
             raise RetrieverError(disk_full_message(where, need, "this index")) from None
-        notices = _question_encoder(bundle_dir, read_index_info(bundle_dir), device)
+        notices = (*result.notices, *_question_encoder(bundle_dir, read_index_info(bundle_dir), device, wanted))
         return replace(result, seconds=_since(started), notices=notices)
+
+
+def _precision_of(bundle_dir: Path | str) -> Precision | None:
+    """The precision of the bundle's current export (what its stored vectors were embedded at, on a CPU)."""
+    from retriever.encoder import encoder_dir, read_settings
+
+    settings = read_settings(encoder_dir(bundle_dir))
+    return settings.precision if settings is not None else None
 
 
 def _out_of_space(path: Path) -> bool:
@@ -112,14 +134,14 @@ def _out_of_space(path: Path) -> bool:
     return free is not None and free < OUT_OF_SPACE
 
 
-def _question_encoder(bundle_dir: Path | str, info: IndexInfo, device: str) -> tuple[str, ...]:
+def _question_encoder(bundle_dir: Path | str, info: IndexInfo, device: str, precision: Precision) -> tuple[str, ...]:
     """Write the question encoder (`retriever.export`) unless a current one is there; the model loads only then
     (once: `get_embedder` caches it, so after embedding it is the model that embedded the documents)."""
     from retriever.export import ensure_encoder
 
     spec = info.embedder_spec
     try:
-        notice = ensure_encoder(bundle_dir, info.embedder, spec, lambda: get_embedder(spec, device=device))
+        notice = ensure_encoder(bundle_dir, info.embedder, spec, lambda: get_embedder(spec, device=device), precision)
     except OSError as error:  # the index is written; only the encoder is not
         notice = f"no question encoder written ({error}): search and ask will load FlagEmbedding"
     return (notice,) if notice else ()
@@ -146,11 +168,18 @@ def _index(
     progress: bool,
     device: str,
     batch_size: int,
+    precision: Precision,
 ) -> IndexResult:
+    from retriever.export import index_embedder
+
     started = time.perf_counter()
     client = open_client(bundle_dir, path=chroma_path, url=chroma_url)  # a bad URL or server fails before the model
-    embedder = get_embedder(embedder_spec, device=device)
+    before = _precision_of(bundle_dir)
+    embedder, notice = index_embedder(bundle_dir, embedder_spec, device, precision)
     name = _reuse_collection(bundle_dir, embedder.name) or collection_name(bundle_id(bundle_dir), embedder.name)
+    if before not in (None, precision) and device == "cpu":  # vectors of another precision: start the collection anew
+        with contextlib.suppress(Exception):  # chromadb's NotFoundError (no such collection) has no public base
+            client.delete_collection(name)
     store = ChunkStore(client, name)
     stored = store.stored_metadata()
     keep = store.unchanged_notes(note_hashes, stored)
@@ -170,7 +199,10 @@ def _index(
         _save_table(bundle_dir, info, store, note_hashes)
     _write_info(bundle_dir, info)
     seconds = _since(started)
-    return IndexResult(name, len(concepts), total, stats.added, stats.removed, stats.unchanged, seconds, embedder.name)
+    notices = (notice,) if notice else ()
+    return IndexResult(
+        name, len(concepts), total, stats.added, stats.removed, stats.unchanged, seconds, embedder.name, notices
+    )
 
 
 def _since(started: float) -> float:

@@ -12,6 +12,7 @@ import os
 import re
 import sqlite3
 import sys
+import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -229,8 +230,12 @@ class ChunkStore:
 
         # a bar only for a person watching a terminal, or when VAULT2OKF_PROGRESS=1 asks for one anyway
         bar_off = not progress or not (sys.stderr.isatty() or os.environ.get(PROGRESS_ENV) == "1")
+        eta = Eta(len(chunks))
         with tqdm(total=len(chunks), unit="chunk", desc="embed", file=sys.stderr, disable=bar_off) as bar:
             for batch in _batches(chunks, batch_size):
+                line = eta.line() if progress else None
+                if line:
+                    tqdm.write(line, file=sys.stderr)
                 vectors = embedder.embed_documents([chunk.text for chunk in batch])
                 self.collection.upsert(
                     ids=[chunk.chunk_id for chunk in batch],
@@ -239,6 +244,7 @@ class ChunkStore:
                     metadatas=[meta.of(chunk) for chunk in batch],
                 )
                 bar.update(len(batch))
+                eta.done(len(batch))
 
     def query(self, vector: np.ndarray, k: int) -> list[ChunkHit]:
         """The `k` chunks nearest to `vector`, best first."""
@@ -310,3 +316,46 @@ class _Metadata:
 def _batches(items: Sequence[Any], size: int) -> Iterator[Any]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
+
+
+class Eta:
+    """The time an embedding run has left, from its first batches: said once, after the first batch (its one-off
+    costs left out) and ``ETA_BATCHES`` more, when at least as many again are left to embed."""
+
+    ETA_BATCHES = 2
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.embedded = 0
+        self.batches = 0
+        self.start: tuple[float, int] | None = None  # (time, chunks embedded) at the end of the first batch
+        self.said = False
+
+    def done(self, chunks: int) -> None:
+        self.embedded += chunks
+        self.batches += 1
+        if self.batches == 1:
+            self.start = (time.perf_counter(), self.embedded)
+
+    def line(self) -> str | None:
+        if self.said or self.start is None or self.batches < 1 + self.ETA_BATCHES:
+            return None
+        self.said = True
+        seconds = time.perf_counter() - self.start[0]
+        measured = self.embedded - self.start[1]
+        left = self.total - self.embedded
+        if seconds <= 0 or left < measured:
+            return None
+        rate = measured / seconds
+        return (
+            f"embedding {self.total:,} chunks at {rate:.1f} chunks/s (measured over {measured}): "
+            f"about {_duration(left / rate)} to go"
+        )
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"

@@ -30,14 +30,34 @@ class Check:
     fix: str | None = None
 
 
-def run_checks(model: Path | None = None) -> list[Check]:
+def run_checks(model: Path | None = None, bundle: Path | None = None) -> list[Check]:
     """Every check, in the order they are printed; none raises. What loads native code (llama.cpp's library,
-    the model, Chroma and its SQLite) runs in a child process: a broken install is a ✗ line, not our crash."""
+    the model, Chroma and its SQLite) runs in a child process: a broken install is a ✗ line, not our crash.
+    With ``bundle``: how long a first index of it would take here (`index_time_check`)."""
     checks = [python_check(), *package_checks()]
     checks += llama_checks(model)
     checks.append(answerer_check(model))
     checks += [minilm_check(), bge_m3_check(), telemetry_check()]
+    if bundle is not None:
+        checks.append(index_time_check(bundle))
     return checks
+
+
+def index_time_check(bundle: Path) -> Check:
+    """A first `index` of the bundle with its embedder (the recorded one, else the default), timed on a sample of
+    its chunks (`retriever.estimate`); a warning past an hour, with the faster ways."""
+    from retriever.estimate import describe, estimate_index
+
+    try:
+        estimate = estimate_index(bundle)
+    except Exception as error:  # a bundle that does not read, an embedder that does not load: said, not raised
+        return Check("index time", WARN, f"not estimated: {str(error).splitlines()[0][:200]}")
+    fix = (
+        "on a GPU: vault2okf index BUNDLE --device cuda; on a CPU: --embedder minilm, or --precision int8"
+        if estimate.seconds > 3600
+        else None
+    )
+    return Check("index time", WARN if fix else OK, describe(estimate), fix)
 
 
 def python_check() -> Check:

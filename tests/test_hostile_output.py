@@ -119,3 +119,5 @@ def test_search_and_ask_print_file_names_escaped() -> None:
     payload = json.dumps({"hits": [h.to_json() for h in retrieval.hits]}, ensure_ascii=False)  # search --json
     assert json.loads(terminal(payload)) == json.loads(payload) and no_escapes(terminal(payload))
     assert terminal("a\tb\nc") == "a\tb\nc"  # tab and newline are kept
+    # a right-to-left override makes "Invoice \u202eexe.pdf" show as "Invoice fdp.exe": escaped, it shows what it holds
+    assert terminal("Invoice \u202eexe.pdf") == "Invoice \\u202eexe.pdf" and terminal("a\u2066b") == "a\\u2066b"

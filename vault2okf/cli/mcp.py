@@ -16,8 +16,8 @@ def mcp_cmd(
     """Serve BUNDLES read-only over MCP (stdio): search, read_note, neighbours, sql, schema, link_health."""
     from retriever.agent.mcp_server import build_server, open_library, unindexed
     from retriever.encoder import encoder_notice
+    from vault2okf.cli.render import notes
 
     library = open_library(bundles, chroma_url=chroma_url)
-    for line in [*unindexed(library), *filter(None, map(encoder_notice, bundles))]:
-        typer.echo(f"note: {line}", err=True)
+    notes([*unindexed(library), *map(encoder_notice, bundles)])
     build_server(library).run("stdio")

@@ -16,8 +16,10 @@ if TYPE_CHECKING:  # a search prints through here too, and imports nothing of th
     from retriever.retrieve import Hit, Retrieval
 
 
-# C0 controls but newline and tab (ESC starts the terminal's escape sequences; CR rewrites the line), DEL, C1
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# C0 controls but newline and tab (ESC starts the terminal's escape sequences; CR rewrites the line), DEL, C1,
+# and the bidirectional overrides and isolates (U+202A-U+202E, U+2066-U+2069), which reorder what follows them on
+# the line so a name can show other text than it holds
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def terminal(text: str) -> str:

@@ -34,6 +34,7 @@ def serve_cmd(
     """Serve BUNDLES read-only over HTTP: /search, /ask (streamed), /notes, /links, MCP at /mcp, a web page at /."""
     from retriever.serve.app import ServeSpec, bind, serve
     from retriever.serve.library import Library
+    from vault2okf.cli.render import echo
 
     spec = ServeSpec(host=host, port=port, token=token or None, answer=answer, time_limit=time_limit,
                      allow_hosts=tuple(allow_host))  # fmt: skip
@@ -44,10 +45,10 @@ def serve_cmd(
     for served in library.bundles.values():
         snapshot = served.current()
         for line in [*snapshot.notices, *([snapshot.error] if snapshot.error else [])]:
-            typer.echo(f"note: {served.name}: {line}", err=True)
+            echo(f"note: {served.name}: {line}", err=True)
 
     def ready(url: str) -> None:
         names = ", ".join(library.bundles)
-        typer.echo(f"serving {names} at {url}/ (MCP: {url}/mcp); Ctrl-C stops", err=True)
+        echo(f"serving {names} at {url}/ (MCP: {url}/mcp); Ctrl-C stops", err=True)
 
     serve(library, spec, on_ready=ready, sock=sock)

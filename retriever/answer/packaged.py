@@ -18,6 +18,7 @@ from pathlib import Path
 from types import ModuleType
 
 from retriever.answer.contract import AnswerError
+from vault2okf.protocol.lock import process_alive
 
 PART_PREFIX = "."  # temporary names: .<model name>.part-<pid>
 BLOCK = 1 << 20
@@ -98,18 +99,8 @@ def _sweep(path: Path) -> None:
     """Remove the temporary files of assemblies whose process is gone (killed runs)."""
     for stale in path.parent.glob(f"{PART_PREFIX}{path.name}.part-*"):
         pid = stale.name.rpartition("-")[2]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not process_alive(int(pid)):
             stale.unlink(missing_ok=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _marker(path: Path) -> Path:

@@ -13,6 +13,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from vault2okf.protocol.lock import process_alive
+
 STATE = ".vault2okf"
 ADDRESS = "serve.json"
 TOKEN = "serve-token"
@@ -70,7 +72,7 @@ def read_address(bundle: Path) -> Address | None:
         address = Address(str(record["host"]), int(record["port"]), int(record["pid"]), dict(record["answer"]), *fields)
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    if not alive(address.pid):
+    if not process_alive(address.pid):
         return None
     if record.get("token_file"):
         try:
@@ -93,13 +95,3 @@ def remove_address(bundle: Path, pid: int) -> None:
     for name in (ADDRESS, TOKEN):
         with contextlib.suppress(OSError):
             (state / name).unlink()
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

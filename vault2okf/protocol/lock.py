@@ -98,3 +98,14 @@ def _held_message(fd: int, bundle: Path | str) -> str:
         f"another vault2okf is {doing or 'using'} {bundle} (pid {pid or '?'}): wait for it to finish, "
         "or stop it and run this again."
     )
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (one of another user's counts: it cannot be signalled, but it exists)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

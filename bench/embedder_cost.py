@@ -35,13 +35,11 @@ import os
 import re
 import resource
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -252,31 +250,16 @@ def wall(command: list[str], runs: int) -> list[float]:
 def serve_search(bundle: Path, question: str, runs: int, errlog: Path) -> tuple[list[float], float, float]:
     """Cold `search` commands through a running server (warmed by one /search); the server's first /search and
     its peak RSS."""
-    with errlog.open("w") as err:
-        process = subprocess.Popen([*CLI, "serve", str(bundle), "--port", "0", "--llm", "extract"],
-                                   stdout=subprocess.DEVNULL, stderr=err, env=ENV, cwd=ROOT, text=True)  # fmt: skip
-    try:
-        while not (found := re.search(r"at (http://\S+?)/ ", errlog.read_text())):
-            if process.poll() is not None:
-                raise SystemExit(f"serve exited: {errlog.read_text()}")
-            time.sleep(0.2)
-        url = found.group(1)
+    from serve_bench import request, serving  # bench/ is this script's folder, first on sys.path
+
+    with serving([bundle], errlog) as (url, process):
         started = time.perf_counter()
-        body = json.dumps({"question": question}).encode()
-        request = urllib.request.Request(url + "/search", data=body, headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(request, timeout=900) as response:
-            response.read()
+        request(url, "/search", {"question": question})
         first = time.perf_counter() - started
         times = wall([*CLI, "search", str(bundle), question, "--json"], runs)
         status = Path(f"/proc/{process.pid}/status").read_text()
         rss = int(re.search(r"VmHWM:\s+(\d+)", status).group(1)) / 1024  # type: ignore[union-attr]
         return times, first, rss
-    finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
 
 
 def median_s(times: list[float]) -> str:

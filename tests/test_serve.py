@@ -218,6 +218,24 @@ def test_bodies_are_capped_and_not_json_is_an_error(server: Server) -> None:
     assert status == 404 and error == {"error": "Not Found"}
 
 
+def test_undecodable_mcp_requests_get_a_json_rpc_error_and_the_server_goes_on(server: Server) -> None:
+    """MCP over HTTP: bytes that are not UTF-8, a lone surrogate, a cut-off request and a deeply nested one are each
+    a JSON-RPC error (or the body cap), never a traceback or a dead server (as `mcp_stdio` does for stdio)."""
+    accept = {"Accept": "application/json, text/event-stream"}
+    client = {"name": "t", "version": "1"}
+    params = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": client}
+    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}
+    status, headers, _ = server.request("/mcp", hello, headers=accept)
+    session = {k.lower(): v for k, v in headers.items()}.get("mcp-session-id")
+    assert status == 200 and session
+    call = b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search","arguments":{"query":"%s"}}}'
+    for raw in (call % b"\xff\xfe", call % b"\\ud800", b'{"jsonrpc":"2.0","id":4,"meth', b"[" * 30_000 + b"]" * 30_000):
+        status, _, reply = server.request("/mcp", raw=raw, headers={**accept, "mcp-session-id": session})
+        assert status == 400 and reply["error"]["code"] == -32700, (raw[:40], reply)
+    assert server.get("/health")["status"] == "ok"
+    assert "Traceback" not in server.errlog.read_text()
+
+
 def test_other_hosts_and_origins_are_refused(server: Server) -> None:
     port = server.url.rsplit(":", 1)[1]
     for headers in ({"Host": "evil.example"}, {"Host": f"evil.example:{port}"}, {"Host": "127.0.0.1:1"},

@@ -66,7 +66,7 @@ demo: install  ## convert a vault, index it, ask one question both ways (quotes,
 	$(VENV)/bin/vault2okf eval $(OUT)/bundle --golden $(GOLDEN) --out $(OUT)/reports
 
 test: install
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=25
 	$(MAKE) test-plugin
 
 # The Obsidian plugin (obsidian-plugin/, TypeScript): its node packages exactly as package-lock.json has them.

@@ -1,14 +1,26 @@
 """The support rules chosen leaving one vault out (`support.Rules`, `scripts/select_support.py`): a question's names
 must be named, a number is an amount (not an identifier, not a date's digits), a later one-word part is read with
-the first part's words, coverage set apart for a question asking for no kind, and a passage's section counted. Each
-test shows its rule changing a mark: with it one way, without it the other."""
+the first part's words, coverage set apart for a question asking for no kind, a passage's section or whole note
+counted, the words of a story's course ("first", "next", "change") no content words, two words covered at least.
+Each test shows its rule changing a mark: with it one way, without it the other."""
 
 from __future__ import annotations
 
 from retriever.answer.contract import ContextNote
 from retriever.answer.extract import candidate, sections
 from retriever.answer.passages import passages, terms
-from retriever.answer.support import Mark, Rules, Strength, asked, mark, numbers, proper_words, question_names
+from retriever.answer.support import (
+    Kind,
+    Mark,
+    Rules,
+    Strength,
+    asked,
+    mark,
+    numbers,
+    proper_words,
+    question_names,
+    unframed,
+)
 
 
 def note(text: str, title: str = "Notes") -> ContextNote:
@@ -22,7 +34,9 @@ def marked(question: str, text: str, rules: Rules, title: str = "Notes", at: int
     words: dict[str, set[str]] = {}
     for p in found:
         words.setdefault(p.heading, set()).update(p.terms)
-    return mark(asked(question, terms), candidate(found[at], proper, frozenset(words[found[at].heading])), rules)
+    whole = frozenset(t for p in found for t in p.terms)
+    section = frozenset(words[found[at].heading])
+    return mark(asked(question, terms), candidate(found[at], proper, section, whole), rules)
 
 
 def test_the_names_of_the_question_must_be_named() -> None:
@@ -88,3 +102,49 @@ def test_a_word_only_ever_capitalised_in_the_context_is_a_name_where_it_opens_a_
     assert marked(question, text, Rules(openers=True)) == Mark(Strength.STRONG, "covers the question and names Mira")
     assert proper_words(["Mira keeps it.", "During the night it rained."], openers=True) == {"mira"}  # not During
     assert proper_words(["Ledger: kept by the harbour master.", "The ledger is old."], openers=True) == frozenset()
+
+
+def test_a_questions_names_count_where_coverage_counts_them() -> None:
+    """`names` asks the passage with the words coverage counts: here its section names the plane."""
+    question = "What's the top speed of the Nagase Lanza?"
+    text = "Nagase built the Lanza for the navy.\nIts top speed is mach 2.5 at altitude."
+    assert marked(question, text, Rules(names=True, section=True), "Aircraft", at=1).strong
+    alone = marked(question, text, Rules(names=True, section=False), "Aircraft", at=1)
+    assert alone == Mark(Strength.WEAK, "does not name nagase, lanza (in the question)")
+
+
+def test_the_words_of_a_storys_course_are_no_content_words_with_frame() -> None:
+    question = "How did the headman's attitude change from the first time we met him to the next?"
+    text = "The headman's attitude turned cold once the job was paid."
+    assert marked(question, text, Rules(coverage_any=0.5, frame=True)) == Mark(Strength.STRONG, "covers the question")
+    framed = marked(question, text, Rules(coverage_any=0.5, frame=False))
+    assert framed == Mark(Strength.WEAK, "covers 2 of 7 question words (missing: change, first, time, met, next)")
+    assert unframed(asked("What did we learn?", terms)).words == ("learn",)  # a part of course words alone keeps them
+
+
+def test_the_whole_note_counts_toward_coverage_with_note() -> None:
+    question = "Which title tops the ritual sumo wrestling ranks?"
+    text = "## Origins\nSumo is a ritual form of wrestling.\n\n## Ranks\nThe top title is Yokozuna."
+    assert marked(question, text, Rules(coverage=0.67, note=True), "Customs", at=1) == Mark(
+        Strength.STRONG, "covers the question and names Yokozuna"
+    )
+    section = marked(question, text, Rules(coverage=0.67, note=False), "Customs", at=1)
+    assert section.support == Strength.WEAK and section.reason.startswith("covers 3 of 6 question words")
+
+
+def test_a_strong_passage_covers_two_words_with_pair() -> None:
+    question = "Who won Ustonia's 2030 presidential election?"
+    text = "The countries of Destrea and Ustonia are located here."
+    assert marked(question, text, Rules(coverage=0.2, pair=False)) == Mark(
+        Strength.STRONG, "covers the question and names Destrea"
+    )
+    assert marked(question, text, Rules(coverage=0.2, pair=True)) == Mark(
+        Strength.WEAK, "covers 1 of 4 question words (missing: 2030, presidential, election)"
+    )
+
+
+def test_a_part_asked_after_an_adverb_is_its_own_part() -> None:
+    """A part after an adverb, "..., and roughly how many live there?", asks a number of its own words."""
+    ask = asked("What seals off the mountain pass, and roughly how many live there?", terms)
+    assert [p.kind for p in ask.parts] == [Kind.ANY, Kind.NUMBER]
+    assert ask.parts[1].words == ("live",)

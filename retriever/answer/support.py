@@ -3,10 +3,11 @@
 A passage is strong when both hold:
 
 - **coverage**: its words, with its note's title, aliases and its heading (`Candidate.context`) and the words of
-  the other passages of its section (`Candidate.section`: the same note, under the same heading), cover at least
-  `COVERAGE` of the question's content words (`COVERAGE_ANY` for a question asking for no kind: coverage is all
-  it has) (`Asked.words`: the question's scoring terms, less the words that only ask, "how many", "the name of",
-  "called"; a later part of one word, "and who runs it?", is read with the first part's words). A word counts when
+  the other passages of its note in the context (`Candidate.note`), cover at least `COVERAGE` of the question's
+  content words (`COVERAGE_ANY` for a question asking for no kind: coverage is all it has) (`Asked.words`: the
+  question's scoring terms, less the words that only ask, "how many", "the name of", "called", and the words of a
+  story's course, "first", "next", "change", "learn"; a later part of one word, "and who runs it?", is read with
+  the first part's words), and they name every name the question holds (`Asked.names`). A word counts when
   the passage has it, a stem-light variant of it (one shares its first `PREFIX` letters with it,
   `ledger`/`ledgers`, `commune`/`communal`) or a spelling one letter away (`ledger`/`leger`, both of at least
   `FUZZY` letters);
@@ -21,8 +22,8 @@ its reason says "question kind not recognised". `shares` is the not-found rule: 
 when no passage shares one content word (or a variant of one) with the question.
 
 `Rules` holds these settings, chosen leaving one vault out (`scripts/select_support.py`,
-`reports/extract-support.md`); two more rules were measured there and not chosen, and stay off: *names* (a strong
-passage names every name the question holds) and *openers* (a word the context only ever writes capitalised is a
+`reports/extract-support.md`); two more rules were measured there and not chosen, and stay off: *pair* (a strong
+passage covers two content words at least) and *openers* (a word the context only ever writes capitalised is a
 name where it opens a sentence). A number is an amount (`50`, `2.5`, `12km`), never an identifier (`2c0b659`) or
 a date's digits.
 
@@ -39,7 +40,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 COVERAGE = 0.34  # the share of the question's content words a strong passage covers (chosen: select_support.py)
-COVERAGE_ANY = 0.5  # the same for a question that asks for no kind (what / how / yes or no): coverage is all it has
+COVERAGE_ANY = 0.25  # the same for a question that asks for no kind (what / how / yes or no): coverage is all it has
 PAIR = 2  # with `Rules.pair`, a strong passage covers at least this many of a part's content words (when it has
 # as many): a quarter of "who won Ustonia's 2030 presidential election" is its one name
 PREFIX = 6  # two words sharing this many first letters are variants of one another (`commune`, `communal`)
@@ -222,12 +223,12 @@ class Rules:
     coverage: float = COVERAGE  # a question asking for a kind (a name, a number, a date, a place, a reason)
     coverage_any: float = COVERAGE_ANY  # a question asking for none
     section: bool = True  # coverage counts the words of the passage's whole section, not the passage's alone
-    names: bool = False  # a strong passage names every name the question holds, counting the words coverage counts
+    names: bool = True  # a strong passage names every name the question holds, counting the words coverage counts
     inherit: bool = True  # a later part of one content word ("and who runs it?") is read with the first part's
     openers: bool = False  # a word only ever written capitalised in the context is a name where it opens a
     # sentence (measured, not chosen)
-    frame: bool = False  # the words of a story's course ("first", "next", "change", "learn") are no content words
-    note: bool = False  # coverage counts the words of the passage's whole note in the context, not its section's
+    frame: bool = True  # the words of a story's course ("first", "next", "change", "learn") are no content words
+    note: bool = True  # coverage counts the words of the passage's whole note in the context, not its section's
     pair: bool = False  # a strong passage covers at least `PAIR` content words of a part that has as many
 
 

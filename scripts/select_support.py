@@ -45,9 +45,9 @@ VAULTS = ("blades-of-vengeance", "children-of-ash", "daggerheart", "de-wiki", "n
 DEPTHS = (10,)  # 3, 5, 10 and 20 chose 10 on every fold before the rules below (reports/extract-support.md then)
 COVERAGES = (0.2, 0.34, 0.5)  # a question asking for a kind (name, number, date, place, reason)
 COVERAGES_ANY = (0.25, 0.5)  # a question asking for none
-SWITCHES = (False, True)  # names, frame, note, pair (`support.Rules`)
-RULES_ON = ("section", "names", "inherit", "openers", "frame", "note", "pair")  # as labelled
-GRID_ON = ("names", "frame", "note", "pair")  # switched in the grid; section and inherit on, openers off throughout
+SWITCHES = (False, True)  # names, frame, pair (`support.Rules`)
+RULES_ON = ("section", "names", "inherit", "openers", "frame", "pair")  # as labelled
+GRID_ON = ("names", "frame", "pair")  # switched in the grid; section and inherit on, openers off throughout
 # (when they were in the grid every fold chose section, six of seven inherit, none openers: 1f69b3b's report)
 REPORT = ROOT / "reports" / "extract-support"
 TOP = 20  # settings listed in the trade-off table
@@ -63,7 +63,6 @@ class Setting:
     inherit: bool = True
     openers: bool = False
     frame: bool = False
-    note: bool = False
     pair: bool = False
 
     @property
@@ -198,15 +197,16 @@ def report(
              f"(strong passages looked for among the first N sharing a content word) in {', '.join(map(str, DEPTHS))}; "
              f"coverage (share of the question's content words a strong passage covers) of a question asking for a "
              f"kind (a name, a number, a date, a place, a reason) in {', '.join(map(str, COVERAGES))}, and of one "
-             f"asking for none in {', '.join(map(str, COVERAGES_ANY))}; four rules on or off (`support.Rules`): "
+             f"asking for none in {', '.join(map(str, COVERAGES_ANY))}; three rules on or off (`support.Rules`): "
              "*names* (a strong passage names every name the question holds, counting the words coverage counts), "
              "*frame* (the words of a story's course, \"first\", \"next\", \"change\", \"learn\", are no "
-             "content words), *note* (coverage counts the words of the passage's whole note in the context, not only "
-             "its section's), *pair* (a strong passage covers at least two content words of a part that has two). "
+             "content words), *pair* (a strong passage covers at least two content words of a part that has two). "
              "On throughout: *section* (coverage counts the words of the passage's whole section) and *inherit* (a "
              "later part of one content word, \"and who runs it?\", is read with the first part's words); off: "
              "*openers* (a word the context only ever writes capitalised is a name where it opens a sentence): when "
-             "they were in the grid, every fold chose section, six of seven inherit, none openers. Objective, averaged "
+             "they were in the grid, every fold chose section, six of seven inherit, none openers. Left out: *note* "
+             "(coverage counts the words of the passage's whole note): it makes a passage strong on the words of "
+             "another passage of its note (`support` module docstring). Objective, averaged "
              "over the training vaults: strong-gold rate + any-gold rate + share of unanswerable questions not "
              "answered strong.", "",
              "## Each vault held out", "",

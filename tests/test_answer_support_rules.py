@@ -1,8 +1,8 @@
 """The support rules chosen leaving one vault out (`support.Rules`, `scripts/select_support.py`): a question's names
-must be named, a number is an amount (not an identifier, not a date's digits), a later one-word part is read with
-the first part's words, coverage set apart for a question asking for no kind, a passage's section or whole note
-counted, the words of a story's course ("first", "next", "change") no content words, two words covered at least.
-Each test shows its rule changing a mark: with it one way, without it the other."""
+must be named, a number is an amount (not an identifier, not a date's digits), a later one-word part is read with the
+first part's words, coverage set apart for a question asking for no kind, a passage's section counted, the words of a
+story's course ("first", "next", "change") no content words, two words covered at least. Each test shows its rule
+changing a mark: with it one way, without it the other."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from retriever.answer.support import (
 )
 
 # Every rule off but section and inherit, at last stop's coverage: each test turns on the rules it shows.
-BASE = Rules(coverage=0.34, coverage_any=0.5, names=False, frame=False, note=False, pair=False)
+BASE = Rules(coverage=0.34, coverage_any=0.5, names=False, frame=False, pair=False)
 
 
 def rules(**on: object) -> Rules:
@@ -43,9 +43,8 @@ def marked(question: str, text: str, rules: Rules, title: str = "Notes", at: int
     words: dict[str, set[str]] = {}
     for p in found:
         words.setdefault(p.heading, set()).update(p.terms)
-    whole = frozenset(t for p in found for t in p.terms)
     section = frozenset(words[found[at].heading])
-    return mark(asked(question, terms), candidate(found[at], proper, section, whole), rules)
+    return mark(asked(question, terms), candidate(found[at], proper, section), rules)
 
 
 def test_the_names_of_the_question_must_be_named() -> None:
@@ -129,16 +128,6 @@ def test_the_words_of_a_storys_course_are_no_content_words_with_frame() -> None:
     framed = marked(question, text, rules(coverage_any=0.5, frame=False))
     assert framed == Mark(Strength.WEAK, "covers 2 of 7 question words (missing: change, first, time, met, next)")
     assert unframed(asked("What did we learn?", terms)).words == ("learn",)  # a part of course words alone keeps them
-
-
-def test_the_whole_note_counts_toward_coverage_with_note() -> None:
-    question = "Which title tops the ritual sumo wrestling ranks?"
-    text = "## Origins\nSumo is a ritual form of wrestling.\n\n## Ranks\nThe top title is Yokozuna."
-    assert marked(question, text, rules(coverage=0.67, note=True), "Customs", at=1) == Mark(
-        Strength.STRONG, "covers the question and names Yokozuna"
-    )
-    section = marked(question, text, rules(coverage=0.67, note=False), "Customs", at=1)
-    assert section.support == Strength.WEAK and section.reason.startswith("covers 3 of 6 question words")
 
 
 def test_a_strong_passage_covers_two_words_with_pair() -> None:

@@ -206,10 +206,7 @@ class Quote:
 
 
 def candidate(
-    passage: Passage,
-    proper: frozenset[str] = frozenset(),
-    section: frozenset[str] = frozenset(),
-    whole: frozenset[str] = frozenset(),
+    passage: Passage, proper: frozenset[str] = frozenset(), section: frozenset[str] = frozenset()
 ) -> Candidate:
     """What `support.mark` reads of a passage: its words, those of its note's title, aliases and heading (and
     table header), its note's session, the context's names, and the words of its section."""
@@ -217,7 +214,7 @@ def candidate(
     aliases = frozenset(t for alias in note.aliases for t in terms(alias))
     session = note.session_label or note.session_date or (
         f"session {note.session_number}" if note.session_number is not None else "")  # fmt: skip
-    return Candidate(passage.text, frozenset(passage.terms), passage.context | aliases, session, proper, section, whole)
+    return Candidate(passage.text, frozenset(passage.terms), passage.context | aliases, session, proper, section)
 
 
 def sections(ranked: Sequence[Scored]) -> dict[tuple[str, str], frozenset[str]]:
@@ -225,14 +222,6 @@ def sections(ranked: Sequence[Scored]) -> dict[tuple[str, str], frozenset[str]]:
     found: dict[tuple[str, str], set[str]] = {}
     for s in ranked:
         found.setdefault((s.note_id, s.passage.heading), set()).update(s.passage.terms)
-    return {key: frozenset(words) for key, words in found.items()}
-
-
-def note_words(ranked: Sequence[Scored]) -> dict[str, frozenset[str]]:
-    """note -> the terms of every passage of that note in the context."""
-    found: dict[str, set[str]] = {}
-    for s in ranked:
-        found.setdefault(s.note_id, set()).update(s.passage.terms)
     return {key: frozenset(words) for key, words in found.items()}
 
 
@@ -248,13 +237,11 @@ def quotes(
     content word with the question, then the weak ones within `RATIO` of the best; [] when none shares one."""
     proper = proper_words((s.passage.text for s in ranked), openers=rules.openers)
     section = sections(ranked) if rules.section else {}
-    whole = note_words(ranked) if rules.note else {}
     pool: list[Quote] = []
     for s in ranked:
         if len(pool) == depth:
             break
-        c = candidate(s.passage, proper, section.get((s.note_id, s.passage.heading), frozenset()),
-                      whole.get(s.note_id, frozenset()))  # fmt: skip
+        c = candidate(s.passage, proper, section.get((s.note_id, s.passage.heading), frozenset()))
         if shares(ask, c):
             pool.append(Quote(s, mark(ask, c, rules)))
     if not pool:

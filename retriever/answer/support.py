@@ -2,13 +2,13 @@
 
 A passage is strong when both hold:
 
-- **coverage**: its words, with its note's title, aliases and its heading (`Candidate.context`) and the words of
-  the other passages of its note in the context (`Candidate.note`), cover at least `COVERAGE` of the question's
-  content words (`COVERAGE_ANY` for a question asking for no kind: coverage is all it has) (`Asked.words`: the
-  question's scoring terms, less the words that only ask, "how many", "the name of", "called", and the words of a
-  story's course, "first", "next", "change", "learn"; a later part of one word, "and who runs it?", is read with
-  the first part's words), and they name every name the question holds (`Asked.names`). A word counts when
-  the passage has it, a stem-light variant of it (one shares its first `PREFIX` letters with it,
+- **coverage**: its words, with its note's title, aliases and its heading (`Candidate.context`) and the words of the
+  other passages of its section (`Candidate.section`: the same note, under the same heading), cover at least
+  `COVERAGE` of the question's content words (`COVERAGE_ANY` for a question asking for no kind: coverage is all it
+  has) (`Asked.words`: the question's scoring terms, less the words that only ask, "how many", "the name of",
+  "called", and the words of a story's course, "first", "next", "change", "learn"; a later part of one word, "and
+  who runs it?", is read with the first part's words), and they name every name the question holds (`Asked.names`).
+  A word counts when the passage has it, a stem-light variant of it (one shares its first `PREFIX` letters with it,
   `ledger`/`ledgers`, `commune`/`communal`) or a spelling one letter away (`ledger`/`leger`, both of at least
   `FUZZY` letters);
 - **kind**: it holds the kind of thing the question asks for (`Kind`, from its English question words): a proper
@@ -23,9 +23,11 @@ when no passage shares one content word (or a variant of one) with the question.
 
 `Rules` holds these settings, chosen leaving one vault out (`scripts/select_support.py`,
 `reports/extract-support.md`); two more rules were measured there and not chosen, and stay off: *pair* (a strong
-passage covers two content words at least) and *openers* (a word the context only ever writes capitalised is a
-name where it opens a sentence). A number is an amount (`50`, `2.5`, `12km`), never an identifier (`2c0b659`) or
-a date's digits.
+passage covers two content words at least) and *openers* (a word the context only ever writes capitalised is a name
+where it opens a sentence). Counting the words of the passage's whole note, not only its section's, was measured and
+dropped: it marked "Maren Voss keeps the lighthouse" strong for "who built the lighthouse in the year of the great
+storm?" on the words of the note's other passage, which names no one. A number is an amount (`50`, `2.5`, `12km`),
+never an identifier (`2c0b659`) or a date's digits.
 
 The caller turns text into scoring terms (`retriever.answer.extract.terms`: folded, stop words out, lightly
 stemmed) and passes that function in, so that this module depends on nothing of the answer stage.
@@ -228,7 +230,6 @@ class Rules:
     openers: bool = False  # a word only ever written capitalised in the context is a name where it opens a
     # sentence (measured, not chosen)
     frame: bool = True  # the words of a story's course ("first", "next", "change", "learn") are no content words
-    note: bool = True  # coverage counts the words of the passage's whole note in the context, not its section's
     pair: bool = False  # a strong passage covers at least `PAIR` content words of a part that has as many
 
 
@@ -286,7 +287,6 @@ class Candidate:
     session: str = ""  # "Session 12", "2025-08-08": the note's session or date; "" for another note
     proper: frozenset[str] = frozenset()  # the context's names (`proper_words`): a capital opening a sentence
     section: frozenset[str] = frozenset()  # the terms of every passage of its note under the same heading
-    note: frozenset[str] = frozenset()  # the terms of every passage of its note in the context
 
 
 def kind_of(question: str) -> tuple[Kind, tuple[int, int]]:
@@ -427,11 +427,7 @@ def mark(ask: Asked, candidate: Candidate, rules: Rules = RULES) -> Mark:
     holds; else weak, with the reason of the part it covers best."""
     have = candidate.terms | candidate.context
     have = have | candidate.section if rules.section else have
-    have = have | candidate.note if rules.note else have
-    if rules.names:
-        unnamed = [n for n in ask.names if not covered([n], have)]
-        if unnamed:
-            return Mark(Strength.WEAK, f"does not name {', '.join(unnamed)} (in the question)")
+    unnamed = [n for n in ask.names if not covered([n], have)] if rules.names else []
     if rules.frame:
         ask = unframed(ask)
     if rules.inherit:
@@ -449,6 +445,8 @@ def mark(ask: Asked, candidate: Candidate, rules: Rules = RULES) -> Mark:
         if part.kind == Kind.UNKNOWN:
             return Mark(Strength.WEAK, "question kind not recognised")
         held = holds(Asked(ask.text, (part,), ask.named), candidate)
+        if held is not None and unnamed:  # it would answer, but of something else the question does not name
+            return Mark(Strength.WEAK, f"does not name {', '.join(unnamed)} (in the question)")
         if held is not None:
             return Mark(Strength.STRONG, f"covers the question and {held}" if held else "covers the question")
         if best is None or not best.reason.startswith("covers the question"):

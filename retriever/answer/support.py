@@ -2,12 +2,13 @@
 
 A passage is strong when both hold:
 
-- **coverage**: its words, with its note's title, aliases and its heading (`Candidate.context`) and the words of
-  the other passages of its section (`Candidate.section`: the same note, under the same heading), cover at least
-  `COVERAGE` of the question's content words (`COVERAGE_ANY` for a question asking for no kind: coverage is all
-  it has) (`Asked.words`: the question's scoring terms, less the words that only ask, "how many", "the name of",
-  "called"; a later part of one word, "and who runs it?", is read with the first part's words). A word counts when
-  the passage has it, a stem-light variant of it (one shares its first `PREFIX` letters with it,
+- **coverage**: its words, with its note's title, aliases and its heading (`Candidate.context`) and the words of the
+  other passages of its section (`Candidate.section`: the same note, under the same heading), cover at least
+  `COVERAGE` of the question's content words (`COVERAGE_ANY` for a question asking for no kind: coverage is all it
+  has) (`Asked.words`: the question's scoring terms, less the words that only ask, "how many", "the name of",
+  "called", and the words of a story's course, "first", "next", "change", "learn"; a later part of one word, "and
+  who runs it?", is read with the first part's words), and they name every name the question holds (`Asked.names`).
+  A word counts when the passage has it, a stem-light variant of it (one shares its first `PREFIX` letters with it,
   `ledger`/`ledgers`, `commune`/`communal`) or a spelling one letter away (`ledger`/`leger`, both of at least
   `FUZZY` letters);
 - **kind**: it holds the kind of thing the question asks for (`Kind`, from its English question words): a proper
@@ -21,10 +22,12 @@ its reason says "question kind not recognised". `shares` is the not-found rule: 
 when no passage shares one content word (or a variant of one) with the question.
 
 `Rules` holds these settings, chosen leaving one vault out (`scripts/select_support.py`,
-`reports/extract-support.md`); two more rules were measured there and not chosen, and stay off: *names* (a strong
-passage names every name the question holds) and *openers* (a word the context only ever writes capitalised is a
-name where it opens a sentence). A number is an amount (`50`, `2.5`, `12km`), never an identifier (`2c0b659`) or
-a date's digits.
+`reports/extract-support.md`); two more rules were measured there and not chosen, and stay off: *pair* (a strong
+passage covers two content words at least) and *openers* (a word the context only ever writes capitalised is a name
+where it opens a sentence). Counting the words of the passage's whole note, not only its section's, was measured and
+dropped: it marked "Maren Voss keeps the lighthouse" strong for "who built the lighthouse in the year of the great
+storm?" on the words of the note's other passage, which names no one. A number is an amount (`50`, `2.5`, `12km`),
+never an identifier (`2c0b659`) or a date's digits.
 
 The caller turns text into scoring terms (`retriever.answer.extract.terms`: folded, stop words out, lightly
 stemmed) and passes that function in, so that this module depends on nothing of the answer stage.
@@ -39,7 +42,9 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 COVERAGE = 0.34  # the share of the question's content words a strong passage covers (chosen: select_support.py)
-COVERAGE_ANY = 0.5  # the same for a question that asks for no kind (what / how / yes or no): coverage is all it has
+COVERAGE_ANY = 0.25  # the same for a question that asks for no kind (what / how / yes or no): coverage is all it has
+PAIR = 2  # with `Rules.pair`, a strong passage covers at least this many of a part's content words (when it has
+# as many): a quarter of "who won Ustonia's 2030 presidential election" is its one name
 PREFIX = 6  # two words sharing this many first letters are variants of one another (`commune`, `communal`)
 WINDOW = 4  # a name answers "the name of the <head>" when it stands this many words or fewer from the head
 _SUFFIXES = frozenset(("er", "ers", "or", "ors", "ion", "ions", "ment", "ments", "al", "ly", "ness", "ity", "ive"))
@@ -102,6 +107,7 @@ _AFTER: dict[str, tuple[tuple[Kind, re.Pattern[str]], ...]] = {
 }
 _PART = re.compile(
     r"(?:,\s*(?:and|or|but|then)?|;|\s[-\u2013\u2014]|\s(?:and|or|but))\s+(?:(?:in|on|at|from|by|for|with|to|of|since)\s+)?"
+    r"(?:(?:roughly|about|approximately|exactly|just|also|then|so)\s+)?"
     r"(?=(?:who|whom|whose|which|when|where|why|what|how)\b)",
     re.IGNORECASE,
 )  # the end of one part of a question, just before the next part's question word
@@ -127,6 +133,13 @@ _NAMING = frozenset(("name", "call", "called", "cal"))  # the words that ask for
 # Words of how a question is put, not of what it is about ("what did we actually get"), as `terms` gives them.
 _FRAME_WORDS = "get got happen actually really exactly else besides besid just ever still"
 _FRAME = frozenset(_FRAME_WORDS.split())
+# With `Rules.frame`, also the words that tell a story's course rather than name what it is about ("how did it
+# change from the first time we met her to the next?", "what did we learn about ..."), as `terms` gives them.
+_COURSE_WORDS = """afterward along began begin came chang change come compar compare comparison course differ
+    difference end eventually finally find first found go going happen kind knew know known last later learn learnt
+    meet mention met moment next one order said say sort start tell thing tim time told turn twice us way went
+    whole back many much"""
+_COURSE = frozenset(_COURSE_WORDS.split())
 _ENGLISH_TEXT = """the what who whom whose which when where why how did does do is are were of and to for with
     that this i we you my our your they their he she his her it its can could should would will has have had
     been"""
@@ -212,10 +225,12 @@ class Rules:
     coverage: float = COVERAGE  # a question asking for a kind (a name, a number, a date, a place, a reason)
     coverage_any: float = COVERAGE_ANY  # a question asking for none
     section: bool = True  # coverage counts the words of the passage's whole section, not the passage's alone
-    names: bool = False  # a strong passage names every name the question holds (measured, not chosen)
+    names: bool = True  # a strong passage names every name the question holds, counting the words coverage counts
     inherit: bool = True  # a later part of one content word ("and who runs it?") is read with the first part's
     openers: bool = False  # a word only ever written capitalised in the context is a name where it opens a
     # sentence (measured, not chosen)
+    frame: bool = True  # the words of a story's course ("first", "next", "change", "learn") are no content words
+    pair: bool = False  # a strong passage covers at least `PAIR` content words of a part that has as many
 
 
 RULES = Rules()
@@ -354,6 +369,16 @@ def inherited(ask: Asked) -> Asked:
     return replace(ask, parts=tuple(parts))
 
 
+def unframed(ask: Asked) -> Asked:
+    """The question without the words of a story's course (`_COURSE`: "first", "next", "change", "learn"), in each
+    part that keeps a content word without them."""
+    parts = []
+    for p in ask.parts:
+        rest = tuple(w for w in p.words if w not in _COURSE)
+        parts.append(replace(p, words=rest) if rest else p)
+    return replace(ask, parts=tuple(parts))
+
+
 @functools.lru_cache(maxsize=1 << 17)
 def variant(word: str, other: str) -> bool:
     """Two scoring terms that are variants of one word: the same, an irregular past and its verb (`met`, `meet`),
@@ -400,19 +425,19 @@ def mark(ask: Asked, candidate: Candidate, rules: Rules = RULES) -> Mark:
     """Strong when, for one part of the question, the passage covers `rules.coverage` of its content words
     (`coverage_any` for a part asking for no kind) and holds what it asks for, and names every name the question
     holds; else weak, with the reason of the part it covers best."""
-    own = candidate.terms | candidate.context
-    have = own | candidate.section if rules.section else own
-    if rules.names:
-        unnamed = [n for n in ask.names if not covered([n], own)]
-        if unnamed:
-            return Mark(Strength.WEAK, f"does not name {', '.join(unnamed)} (in the question)")
+    have = candidate.terms | candidate.context
+    have = have | candidate.section if rules.section else have
+    unnamed = [n for n in ask.names if not covered([n], have)] if rules.names else []
+    if rules.frame:
+        ask = unframed(ask)
     if rules.inherit:
         ask = inherited(ask)
     best: Mark | None = None
     parts = [(part, covered(part.words, have)) for part in ask.parts]
     for part, found in sorted(parts, key=lambda p: -len(p[1]) / max(1, len(p[0].words))):
         coverage = rules.coverage_any if part.kind in (Kind.ANY, Kind.UNKNOWN) else rules.coverage
-        if part.words and len(found) < coverage * len(part.words) - 1e-9:
+        least = min(PAIR, len(part.words)) if rules.pair else 0
+        if part.words and len(found) < max(coverage * len(part.words) - 1e-9, least):
             missing = ", ".join(w for w in part.words if w not in found)
             best = best or Mark(Strength.WEAK, f"covers {len(found)} of {len(part.words)} question words "
                                                f"(missing: {missing})")  # fmt: skip
@@ -420,6 +445,8 @@ def mark(ask: Asked, candidate: Candidate, rules: Rules = RULES) -> Mark:
         if part.kind == Kind.UNKNOWN:
             return Mark(Strength.WEAK, "question kind not recognised")
         held = holds(Asked(ask.text, (part,), ask.named), candidate)
+        if held is not None and unnamed:  # it would answer, but of something else the question does not name
+            return Mark(Strength.WEAK, f"does not name {', '.join(unnamed)} (in the question)")
         if held is not None:
             return Mark(Strength.STRONG, f"covers the question and {held}" if held else "covers the question")
         if best is None or not best.reason.startswith("covers the question"):

@@ -5,15 +5,20 @@ analytics computed again only when the link graph changed."""
 
 from __future__ import annotations
 
+import gc
 import random
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_incremental import Twin
+from test_incremental import Twin, bundle_files, table_rows
 
+from vault2okf import convert as convert_module
 from vault2okf import mentions, run
 from vault2okf.convert import convert
+from vault2okf.watch import Watcher, bundle_notes
+
+EDITS = 40  # saved edits in the memory test (bench/one_edit_bench.py --memory runs 1,000)
 
 FIRST = ["Mira", "Tovan", "Oskar", "Selka", "Brann", "Ilse", "Corvin", "Dasha", "Eldric", "Fenna", "Garrow", "Hale"]
 LAST = ["Thelis", "Vireth", "Ashdown", "Morrow", "Kest", "Lunde", "Pyke", "Quill", "Rusk", "Stave"]
@@ -147,3 +152,93 @@ def test_one_added_link_rewrites_few_docs(tmp_path: Path) -> None:
         result = convert(vault, twin.inc)
         assert n - result.reused <= 10, f"{n - result.reused} of {n} docs rewritten"
         twin.check()
+
+
+# -- watch: the state kept in memory between edits -----------------------------------------------------------
+def _full_equal(vault: Path, out: Path, tmp: Path, n: int) -> None:
+    """The bundle at ``out`` is byte for byte a full convert's (files, tables in order, the report)."""
+    full = tmp / f"full{n}"
+    convert(vault, full, full=True)
+    assert bundle_files(out) == bundle_files(full)
+    assert table_rows(out) == table_rows(full)
+
+
+def _watcher(vault: Path, out: Path) -> tuple[Watcher, list[str]]:
+    lines: list[str] = []
+    w = Watcher(vault, out, echo=lines.append)
+    w.start()
+    return w, lines
+
+
+WATCH_KINDS = [*KINDS, "rename", "delete", "alias"]
+
+
+def test_watch_keeps_its_state_and_gives_the_full_convert(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 38: between edits `watch` keeps the last convert's state in memory (never reading the cache file
+    back) and still writes, after every edit of any kind, the bundle a full convert writes; each line names the
+    change as the whole bundle's bodies do."""
+    rng = random.Random(3804)
+    vault, out = tmp_path / "vault", tmp_path / "inc"
+    _build(vault, rng)
+    w, lines = _watcher(vault, out)
+    spy = Spy(monkeypatch)
+
+    def never(*_args: object) -> object:
+        raise AssertionError("the watcher read the convert cache back from the bundle")
+
+    monkeypatch.setattr(convert_module, "_last_cache", never)
+    for step, kind in enumerate(rng.sample(WATCH_KINDS, len(WATCH_KINDS))):
+        _edit(vault, rng, kind, step)
+        spy.reset()
+        assert w.rebuild(1), lines[-1]
+        assert w.kept.used, kind  # started from the state in memory
+        if kind == "text":
+            assert (spy.scanned, spy.analysed) == (1, 0), kind
+        assert w.bodies == bundle_notes(out), kind  # read for the notes made again only, yet the whole truth
+        verb = {"rename": "renamed", "delete": "removed", "add": "added"}.get(kind, "changed")
+        assert f" {verb} " in lines[-1], (kind, lines[-1])
+        w.kept.settle()
+        assert not list(tmp_path.glob(".inc.*-*")), "the old generation is removed"
+        _full_equal(vault, out, tmp_path, step)
+
+
+def test_kept_state_is_dropped_when_another_run_wrote_the_bundle(tmp_path: Path) -> None:
+    """A convert by another process (here: another call) between two edits: the watcher's memory no longer
+    describes the bundle, so it reads the bundle's own cache, and the bundle is still the full convert's."""
+    rng = random.Random(3805)
+    vault, out = tmp_path / "vault", tmp_path / "inc"
+    _build(vault, rng)
+    w, lines = _watcher(vault, out)
+    _edit(vault, rng, "text", 0)
+    assert w.rebuild(1) and w.kept.used
+    _edit(vault, rng, "alias", 1)
+    convert(vault, out)  # someone else's convert
+    _edit(vault, rng, "link", 2)
+    assert w.rebuild(1), lines[-1]
+    assert not w.kept.used
+    assert w.bodies == bundle_notes(out)
+    _full_equal(vault, out, tmp_path, 0)
+    _edit(vault, rng, "text", 3)
+    assert w.rebuild(1) and w.kept.used  # kept again from then on
+    _full_equal(vault, out, tmp_path, 1)
+
+
+def test_watch_memory_stays_bounded_over_many_edits(tmp_path: Path) -> None:
+    """The same two versions of one note saved in turn, EDITS times: what the watcher holds (Python objects
+    alive after each rebuild) does not grow with the number of edits."""
+    rng = random.Random(3806)
+    vault, out = tmp_path / "vault", tmp_path / "inc"
+    _build(vault, rng)
+    note = sorted(vault.rglob("*.md"))[3]
+    versions = [note.read_text("utf-8"), note.read_text("utf-8") + "One more line about the old mill.\n"]
+    w, lines = _watcher(vault, out)
+    counts = []
+    for i in range(EDITS):
+        note.write_text(versions[i % 2], "utf-8")
+        assert w.rebuild(1), lines[-1]
+        if i % 10 == 9:
+            w.kept.settle()
+            gc.collect()
+            counts.append(len(gc.get_objects()))
+    assert max(counts[1:]) <= counts[1] + 100, counts  # after the first rebuilds, flat
+    _full_equal(vault, out, tmp_path, 0)

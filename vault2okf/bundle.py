@@ -283,16 +283,19 @@ def write_file(path: str | Path, content: str | bytes) -> None:
         fh.write(content if isinstance(content, bytes) else content.encode("utf-8"))
 
 
-def swap_into_place(stage: Path, out: Path) -> None:
+def swap_into_place(stage: Path, out: Path, *, remove: bool = True) -> Path | None:
     """Put the new bundle ``stage`` at ``out``, which is never missing meanwhile: one atomic exchange of the two
     folders (``renameat2(RENAME_EXCHANGE)``), then the retriever's state (index, caches) moves from the old
     bundle into the new one, then the old one is removed. Call it under the bundle lock; a run killed anywhere
     in here is finished by the next run's ``recover``. Where folders cannot be exchanged (not Linux, or a file
     system without it) it renames twice, and ``out`` is missing between the two renames.
+
+    ``remove=False``: the old bundle is left, emptied of its state, for the caller to delete (a watcher deletes
+    it while it waits for the next edit); it is returned. Left by a killed run, the next run deletes it.
     """
     if not out.exists() and not out.is_symlink():
         os.rename(stage, out)
-        return
+        return None
     if _exchange(stage, out):
         old = stage  # the old bundle now sits where the new one was built
     else:
@@ -300,7 +303,10 @@ def swap_into_place(stage: Path, out: Path) -> None:
         os.rename(out, old)
         os.rename(stage, out)
     adopt_state(old, out)
+    if not remove:
+        return old
     shutil.rmtree(old)
+    return None
 
 
 def adopt_state(old: Path, new: Path) -> None:
@@ -331,11 +337,20 @@ def recover(out: Path) -> list[Path]:
     for path in leftovers:
         if not os.path.lexists(path):
             continue
-        if is_bundle:
-            adopt_state(path, out)
-        if is_bundle or not _holds_state(path):
-            shutil.rmtree(path)
+        try:
+            if is_bundle:
+                adopt_state(path, out)
+            if is_bundle or not _holds_state(path):
+                shutil.rmtree(path, onerror=_gone_is_fine)
+        except FileNotFoundError:
+            continue  # deleted meanwhile: a watcher removes its last generation after it released the lock
     return leftovers
+
+
+def _gone_is_fine(_func: Any, _path: str, info: Any) -> None:
+    """``rmtree``'s error handler: a file or folder already gone is what was wanted; anything else is raised."""
+    if not isinstance(info[1], FileNotFoundError):
+        raise info[1]
 
 
 def _holds_state(path: Path) -> bool:

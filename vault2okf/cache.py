@@ -177,6 +177,8 @@ class Body:
     # note path -> its state as marshalled, for a state equal to the one read: saved again as it is
     blobs: dict[str, bytes] = field(default_factory=dict, compare=False, repr=False)
     source: tuple[str, int, tuple[int, ...]] | None = field(default=None, compare=False, repr=False)  # file read
+    # every state as marshalled by ``save``, kept by a watcher with the body it saved (``Kept``): no file re-read
+    held: dict[str, bytes] | None = field(default=None, compare=False, repr=False)
 
     def earlier(self) -> Earlier:
         """What unlinked mentions may reuse (``mentions.Earlier``)."""
@@ -186,6 +188,8 @@ class Body:
         """The states of ``paths`` as marshalled in the file this body was read from, read from it again rather
         than kept since the load (36 MB at 6.6k notes, held through the whole run); {} where that file is no
         longer the one read."""
+        if self.held is not None:
+            return {p: self.held[p] for p in paths if p in self.held}
         if self.source is None or not paths:
             return {}
         path, offset, sig = self.source
@@ -363,13 +367,17 @@ def _body(path: Path, offset: int, size: int, digest: bytes) -> Body:
         raise CacheDamaged(f"{path}: {type(error).__name__}: {error}") from error
 
 
-def save(stage: Path, found: ConvertCache) -> None:
+def save(stage: Path, found: ConvertCache, *, hold: bool = False) -> None:
     """Write the cache into the staging tree (swapped in with the bundle it describes): a head (what a
-    convert that finds nothing changed reads), then the body."""
+    convert that finds nothing changed reads), then the body. ``hold``: the body keeps every state as marshalled
+    (``Body.held``), for a watcher that keeps it in memory for its next convert."""
     body = found.body()
     known = body.blobs
+    blobs = {p: known[p] if p in known else marshal.dumps(_unstate(s)) for p, s in body.notes.items()}
+    body.blobs = {}
+    body.held = blobs if hold else None
     data = (
-        {p: known[p] if p in known else marshal.dumps(_unstate(s)) for p, s in body.notes.items()},
+        blobs,
         [(p, pr.kind, pr.message, pr.line) for p, pr in body.problems],
         list(body.types),
         list(body.variants),

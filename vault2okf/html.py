@@ -15,6 +15,7 @@ from __future__ import annotations
 import html
 import posixpath
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 from urllib.parse import quote
 
@@ -101,6 +102,18 @@ class _Spec:
         self.key, self.title, self.advice, self.columns, self.cells = key, title, advice, columns, cells
 
 
+def _doc_href(path: str, renamed: str | None) -> str:
+    return quote(renamed or posixpath.join(CONCEPTS, path), safe="/")
+
+
+@lru_cache(maxsize=1 << 16)
+def _hrefs(vault: str, path: str, renamed: str | None) -> tuple[str, str]:
+    """A note's two links (``_Page.note``), remembered across pages (a bounded memo): a watcher's next page
+    quotes only the paths it has not seen."""
+    doc = f' <a class="loc-doc" href="{_e(_doc_href(path, renamed))}">doc</a>' if path.lower().endswith(".md") else ""
+    return _e(obsidian_uri(vault, path)), doc
+
+
 class _Page:
     def __init__(self, vault: str, renamed: dict[str, str]) -> None:
         self.vault = vault
@@ -108,7 +121,7 @@ class _Page:
         self._made: dict[str, tuple[str, str]] = {}
 
     def doc_href(self, path: str) -> str:
-        return quote(self.renamed.get(path) or posixpath.join(CONCEPTS, path), safe="/")
+        return _doc_href(path, self.renamed.get(path))
 
     def note(self, path: str | None, line: int | None = None) -> str:
         """A note with its two links: open in Obsidian, open the concept doc."""
@@ -121,9 +134,7 @@ class _Page:
     def _hrefs(self, path: str) -> tuple[str, str]:
         """Both links of a note, made once per note however many locations name it (quoting is slow)."""
         if path not in self._made:
-            is_note = path.lower().endswith(".md")
-            doc = f' <a class="loc-doc" href="{_e(self.doc_href(path))}">doc</a>' if is_note else ""
-            self._made[path] = (_e(obsidian_uri(self.vault, path)), doc)
+            self._made[path] = _hrefs(self.vault, path, self.renamed.get(path))
         return self._made[path]
 
     def locations(self, at: Sequence[str]) -> str:

@@ -297,6 +297,7 @@ class Run:
                 w.made = Made(doc=st.doc, rewrite_problems=st.rewrite_problems, doc_problems=st.doc_problems)
                 self.carried.append(path)
         self.reused = len(self.carried)
+        self.carried_set = frozenset(self.carried)
 
     def _analyse(self) -> dict[str, NoteAnalytics]:
         """The graph analytics: the last convert's while the graph is the same (``analytics.graph_key``)."""
@@ -432,7 +433,7 @@ class Run:
 
     def _write_links(self, database: DatabaseWriter) -> None:
         """The links rows of the notes not carried, a batch at a time, and the database finished."""
-        carried = set(self.carried)
+        carried = self.carried_set
         batch: list[LinkRow] = []
         for r in self.records:
             if r.source not in carried:

@@ -9,6 +9,7 @@ import gc
 import random
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_incremental import Twin, bundle_files, table_rows
@@ -16,6 +17,7 @@ from test_incremental import Twin, bundle_files, table_rows
 from vault2okf import convert as convert_module
 from vault2okf import mentions, run
 from vault2okf.convert import convert
+from vault2okf.suggest import BodyWords, Tally, body_words
 from vault2okf.watch import Watcher, bundle_notes
 
 EDITS = 40  # saved edits in the memory test (bench/one_edit_bench.py --memory runs 1,000)
@@ -187,11 +189,15 @@ def test_watch_keeps_its_state_and_gives_the_full_convert(tmp_path: Path, monkey
         raise AssertionError("the watcher read the convert cache back from the bundle")
 
     monkeypatch.setattr(convert_module, "_last_cache", never)
+    moved = 0  # rebuilds whose sum of the notes' words was moved on, not summed again (suggest.Tally)
     for step, kind in enumerate(rng.sample(WATCH_KINDS, len(WATCH_KINDS))):
         _edit(vault, rng, kind, step)
         spy.reset()
         assert w.rebuild(1), lines[-1]
         assert w.kept.used, kind  # started from the state in memory
+        assert w.kept.cache is not None
+        tally = w.kept.cache.loaded.tally.tally
+        moved += tally is not None and tally.updates > 0
         if kind == "text":
             assert (spy.scanned, spy.analysed) == (1, 0), kind
         assert w.bodies == bundle_notes(out), kind  # read for the notes made again only, yet the whole truth
@@ -200,6 +206,7 @@ def test_watch_keeps_its_state_and_gives_the_full_convert(tmp_path: Path, monkey
         w.kept.settle()
         assert not list(tmp_path.glob(".inc.*-*")), "the old generation is removed"
         _full_equal(vault, out, tmp_path, step)
+    assert moved >= 3, moved
 
 
 def test_kept_state_is_dropped_when_another_run_wrote_the_bundle(tmp_path: Path) -> None:
@@ -242,3 +249,37 @@ def test_watch_memory_stays_bounded_over_many_edits(tmp_path: Path) -> None:
             counts.append(len(gc.get_objects()))
     assert max(counts[1:]) <= counts[1] + 100, counts  # after the first rebuilds, flat
     _full_equal(vault, out, tmp_path, 0)
+
+
+def _seen_items(t: Tally) -> tuple[list[tuple[str, int]], list[tuple[str, int]], list[tuple[str, list[Any]]]]:
+    seen = t.seen
+    return list(t.runs.items()), list(seen.count.items()), [(k, list(v.items())) for k, v in seen.beside.items()]
+
+
+def test_a_moved_tally_is_the_sum_made_again() -> None:
+    """``suggest.Tally.moved``: after random changes of a few notes' words, a tally moved on holds what a sum made
+    again holds, every count and every key in the same place (spelling_variants' output follows that order)."""
+    rng = random.Random(3807)
+    vocab = [*FIRST, *LAST, "The Road", "Old Mill", "Ilse Kest", "Mira of Thelis"]
+
+    def words() -> BodyWords:
+        return body_words(" and ".join(rng.choice(vocab) for _ in range(rng.randrange(1, 6))) + ".")
+
+    paths = [f"n{i:02}.md" for i in range(30)]
+    read = [words() for _ in paths]
+    tally = Tally(paths, read)
+    moved = bailed = 0
+    for _ in range(300):
+        read = list(read)
+        for i in rng.sample(range(len(paths)), rng.choice([1, 1, 2])):
+            read[i] = words()
+        fresh = Tally(paths, read)
+        step = tally.moved(paths, read)
+        if step is None:
+            bailed += 1
+            tally = fresh
+            continue
+        moved += 1
+        assert _seen_items(step) == _seen_items(fresh)
+        tally = step
+    assert moved > 30 and bailed > 30, (moved, bailed)

@@ -39,7 +39,7 @@ from vault2okf.meta import Meta, TypeOrigin
 from vault2okf.parse import Link, Problem, Syntax
 from vault2okf.report import LinkRecord, LinkReport
 from vault2okf.resolve import Resolution, Status, block_sets, check_blocks
-from vault2okf.suggest import BodyWords, Suggestion
+from vault2okf.suggest import BodyWords, Suggestion, TallyBox
 from vault2okf.walk import VaultFile, Walk
 
 NAME = "convert-cache.bin"
@@ -179,6 +179,7 @@ class Body:
     source: tuple[str, int, tuple[int, ...]] | None = field(default=None, compare=False, repr=False)  # file read
     # every state as marshalled by ``save``, kept by a watcher with the body it saved (``Kept``): no file re-read
     held: dict[str, bytes] | None = field(default=None, compare=False, repr=False)
+    tally: TallyBox = field(default_factory=TallyBox, compare=False, repr=False)  # in memory only, never saved
 
     def earlier(self) -> Earlier:
         """What unlinked mentions may reuse (``mentions.Earlier``)."""

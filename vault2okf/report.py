@@ -7,7 +7,7 @@ import posixpath
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any
 
 from vault2okf import frontyaml
@@ -209,7 +209,19 @@ def type_rows(metas: Iterable[Any]) -> list[dict[str, Any]]:
 
 def _target(r: LinkRecord) -> str:
     """One key per target however it is spelled (``Note``, ``note``, ``Note.md``, ``Caf\u0065\u0301``)."""
-    return normalise(r.link.target).casefold() or r.link.raw
+    return _target_key(r.link.target, r.link.raw)
+
+
+@lru_cache(maxsize=1 << 18)
+def _target_key(target: str, raw: str) -> str:
+    """``_target``, remembered (a bounded memo: a vault writes the same targets again and again, and a watcher's
+    next report meets the same ones)."""
+    return normalise(target).casefold() or raw
+
+
+@lru_cache(maxsize=1 << 18)
+def _spelling(target: str, raw: str) -> str:
+    return normalise(target) or raw
 
 
 def _share(records: Sequence[LinkRecord]) -> float:
@@ -226,7 +238,7 @@ def _by_target(records: Iterable[LinkRecord]) -> dict[str, list[LinkRecord]]:
         groups[_target(r)].append(r)
     named = {}
     for recs in groups.values():
-        spellings = Counter(normalise(r.link.target) or r.link.raw for r in recs)
+        spellings = Counter(_spelling(r.link.target, r.link.raw) for r in recs)
         named[min(spellings, key=lambda sp: (-spellings[sp], sp))] = recs
     return named
 

@@ -39,7 +39,7 @@ from vault2okf.report import LinkRecord, LinkReport, type_rows
 from vault2okf.resolve import NOTE_STATUSES, Resolution, Resolver, Status, block_sets, check_blocks
 from vault2okf.scan import prepare_parser
 from vault2okf.skill import skill_text
-from vault2okf.suggest import BodyWords, body_words, spelling_variants
+from vault2okf.suggest import BodyWords, TallyBox, body_words, spelling_variants
 from vault2okf.walk import VaultFile, Walk
 from vault2okf.workers import parallel_chunks, parallel_map
 
@@ -395,7 +395,9 @@ class Run:
             metas = [self.works[p].meta for p in self.paths]
             memo = self.old.loaded if self.old is not None and self.old.universe == self.universe else None
             self.near = dict(memo.near) if memo else {}
-            variants = tuple(spelling_variants(notes, self.aliases, self.records, words, self.near))
+            last = self.last.tally.tally if self.last is not None else None
+            self.tally = TallyBox(last)  # the sum of the notes' words, moved on from a watcher's last convert
+            variants = tuple(spelling_variants(notes, self.aliases, self.records, words, self.near, self.tally))
             self.suggest_key = suggest_key(self.universe, variants)
             known = memo.suggested if memo and memo.suggest_key == self.suggest_key else {}
             self._report = LinkReport(
@@ -517,7 +519,7 @@ class Run:
         body = Body(
             notes=notes, problems=report.problems, types=report.types, variants=report.variants, near=self.near,
             suggested=suggested, suggest_key=self.suggest_key, blobs=blobs, names=self.found.keys,
-            graph=(self.graph_key, {p: as_tuple(a) for p, a in self.analytics.items()}),
+            graph=(self.graph_key, {p: as_tuple(a) for p, a in self.analytics.items()}), tally=self.tally,
         )  # fmt: skip
         return ConvertCache(
             key=key,

@@ -6,6 +6,7 @@ analytics computed again only when the link graph changed."""
 from __future__ import annotations
 
 import gc
+import json
 import random
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,8 @@ from test_incremental import Twin, bundle_files, table_rows
 from vault2okf import convert as convert_module
 from vault2okf import mentions, run
 from vault2okf.convert import convert
+from vault2okf.html import link_health_html
+from vault2okf.report import LinkReport, ReportMemo
 from vault2okf.suggest import BodyWords, Tally, body_words
 from vault2okf.watch import Watcher, bundle_notes
 
@@ -283,3 +286,20 @@ def test_a_moved_tally_is_the_sum_made_again() -> None:
         assert _seen_items(step) == _seen_items(fresh)
         tally = step
     assert moved > 30 and bailed > 30, (moved, bailed)
+
+
+def test_report_pieces_taken_again_are_the_whole_made_again(tmp_path: Path) -> None:
+    """``ReportMemo``: the JSON written a key at a time is ``json.dumps`` of the whole; with the memo of another
+    report, each piece is taken only where its value is the same, and the page and the JSON are the ones made
+    without any memo (nova-regna's report: broken, ambiguous, variants, mentions)."""
+    vault = Path(__file__).resolve().parents[1].parent / "shared" / "vaults" / "nova-regna"
+    report = convert(vault, tmp_path / "b").report
+    data = report.to_json()
+    assert report.to_json_text() == json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    other = LinkReport(report.vault, report.notes[:-5], report.records[:-40], report.problems, report.skipped,
+                       report.aliases, report.types, report.variants, mentions=report.mentions[5:])  # fmt: skip
+    memo = ReportMemo()
+    other.to_json_text(memo), link_health_html(other.to_json(), {}, memo.html)
+    assert report.to_json_text(memo) == json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    assert link_health_html(data, {}, memo.html) == link_health_html(data, {})
+    assert memo.json["vault"][0] == data["vault"] and memo.json["totals"][0] == data["totals"]

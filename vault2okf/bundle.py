@@ -228,21 +228,25 @@ def write_tree(
     carried: Mapping[str, str] = {},
     *,
     folders: bool = True,
-) -> None:
+) -> set[str]:
     """Write ``files`` (path -> content), copy ``copies`` (path -> a vault file) and hard-link ``carried``
     (path -> the same file in the old bundle, unchanged; copied where the file system has no hard links).
-    ``folders=False``: the caller made the folders already (``make_folders``)."""
+    ``folders=False``: the caller made the folders already (``make_folders``). Returns the carried paths that
+    were copied: every other carried file is the old one (same inode, size and mtime)."""
     if folders:
         make_folders(stage, (*files, *copies, *carried))
     with ThreadPoolExecutor(max_workers=8) as pool:  # file creation is I/O bound; threads overlap it
         list(pool.map(lambda item: write_file(stage / item[0], item[1]), files.items()))
         list(pool.map(lambda item: shutil.copyfile(item[1], stage / item[0]), copies.items()))
     root = str(stage)
+    copied = set()
     for rel, old in carried.items():
         try:
             os.link(old, os.path.join(root, rel))
         except OSError:
             shutil.copy2(old, os.path.join(root, rel))
+            copied.add(rel)
+    return copied
 
 
 def make_folders(stage: Path, paths: Iterable[str]) -> None:

@@ -37,7 +37,7 @@ from vault2okf.config import Config
 from vault2okf.mentions import Earlier, vault_mentions
 from vault2okf.meta import Meta, TypeOrigin
 from vault2okf.parse import Link, Problem, Syntax
-from vault2okf.report import LinkRecord, LinkReport
+from vault2okf.report import LinkRecord, LinkReport, ReportMemo
 from vault2okf.resolve import Resolution, Status, block_sets, check_blocks
 from vault2okf.suggest import BodyWords, Suggestion, TallyBox
 from vault2okf.walk import VaultFile, Walk
@@ -180,6 +180,7 @@ class Body:
     # every state as marshalled by ``save``, kept by a watcher with the body it saved (``Kept``): no file re-read
     held: dict[str, bytes] | None = field(default=None, compare=False, repr=False)
     tally: TallyBox = field(default_factory=TallyBox, compare=False, repr=False)  # in memory only, never saved
+    report_memo: ReportMemo = field(default_factory=ReportMemo, compare=False, repr=False)  # the same
 
     def earlier(self) -> Earlier:
         """What unlinked mentions may reuse (``mentions.Earlier``)."""

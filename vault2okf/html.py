@@ -47,9 +47,13 @@ STATUS_NAMES = {
 }
 
 
-def link_health_html(data: Mapping[str, Any], renamed: Mapping[str, str] | None = None) -> str:
+def link_health_html(
+    data: Mapping[str, Any], renamed: Mapping[str, str] | None = None, memo: dict[str, tuple[Any, ...]] | None = None
+) -> str:
     """The page for ``LinkReport.to_json()`` data; ``renamed`` maps the vault paths whose doc is not
-    ``concepts/<vault path>`` (a collision or a reserved name moved it) to their doc path in the bundle."""
+    ``concepts/<vault path>`` (a collision or a reserved name moved it) to their doc path in the bundle. ``memo``
+    (``report.ReportMemo.html``): each section as last made, with what it was made from; a section made from the
+    same rows, vault and renamed docs is taken again (a watcher's next page)."""
     page = _Page(str(data["vault"]), dict(renamed or {}))
     t = data["totals"]
     parts = [
@@ -60,8 +64,18 @@ def link_health_html(data: Mapping[str, Any], renamed: Mapping[str, str] | None 
         status_chart(t["by_status"], t["unique_targets"]),
         _nav(data),
     ]
-    parts += [page.section(spec, section_rows(data, spec.key)) for spec in SECTIONS]
+    parts += [_section(page, spec, section_rows(data, spec.key), memo) for spec in SECTIONS]
     return _document(f"Link health: {data['vault']}", "\n".join(parts))
+
+
+def _section(page: _Page, spec: _Spec, rows: list[dict[str, Any]], memo: dict[str, tuple[Any, ...]] | None) -> str:
+    was = memo.get(spec.key) if memo is not None else None
+    if was is not None and was[0] == page.vault and was[1] == page.renamed and was[2] == rows:
+        return str(was[3])
+    made = page.section(spec, rows)
+    if memo is not None:
+        memo[spec.key] = (page.vault, page.renamed, rows, made)
+    return made
 
 
 def status_chart(by_status: Mapping[str, int], unique: Mapping[str, int]) -> str:

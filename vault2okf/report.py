@@ -185,8 +185,30 @@ class LinkReport:
         data = self.to_json()
         return _front(data) + "\n".join(_markdown(data)) + "\n"
 
-    def to_json_text(self) -> str:
-        return json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n"
+    def to_json_text(self, memo: ReportMemo | None = None) -> str:
+        """``json.dumps(to_json(), indent=2, ensure_ascii=False)``, a top-level key at a time: with ``memo``, a key
+        whose value is the one last dumped takes that text again (a watcher's next report)."""
+        parts = []
+        for key, value in self.to_json().items():
+            was = memo.json.get(key) if memo is not None else None
+            if was is not None and was[0] == value:
+                text = was[1]
+            else:
+                text = json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n  ")
+                if memo is not None:
+                    memo.json[key] = (value, text)
+            parts.append(f"  {json.dumps(key, ensure_ascii=False)}: {text}")
+        return "{\n" + ",\n".join(parts) + "\n}\n"
+
+
+@dataclass
+class ReportMemo:
+    """Pieces of the last reports as rendered, each beside the value it was rendered from, so that the next
+    report renders again only the pieces whose value changed: the JSON by top-level key, the page by section.
+    Held in memory by a watcher (``cache.Body``), never saved; each entry is always a value and its own text."""
+
+    json: dict[str, tuple[Any, str]] = field(default_factory=dict)
+    html: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
 
 EXCLUDED_WHY = {

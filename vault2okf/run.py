@@ -35,7 +35,7 @@ from vault2okf.meta import Meta
 from vault2okf.names import assign_doc_paths
 from vault2okf.parse import Link, Note, Problem
 from vault2okf.protocol import DATABASE, database
-from vault2okf.report import LinkRecord, LinkReport, type_rows
+from vault2okf.report import LinkRecord, LinkReport, ReportMemo, type_rows
 from vault2okf.resolve import NOTE_STATUSES, Resolution, Resolver, Status, block_sets, check_blocks
 from vault2okf.scan import prepare_parser
 from vault2okf.skill import skill_text
@@ -171,6 +171,7 @@ class Run:
         db_intact = old is not None and output_sig(self.old_db) == old.files.get(DATABASE)
         self.old = old if db_intact else None  # rows are carried from the old database, so it must be intact
         self.last = old.loaded if old is not None else None  # its memos (analytics, mentions) need no database
+        self.report_memo = self.last.report_memo if self.last is not None else ReportMemo()  # a watcher's
         self.works: dict[str, NoteWork] = {}  # vault path -> this run's work on the note
         self.parsed: dict[str, Note] = {}
         self.files = {f.path: f for f in walk.notes}
@@ -480,8 +481,8 @@ class Run:
         renamed = {p: f"{b.CONCEPTS}/{d}" for p, d in doc_of.items() if d != p}
         made: list[tuple[str, Callable[[], str]]] = [
             ("link-health.md", report.to_markdown),
-            ("link-health.json", report.to_json_text),
-            ("link-health.html", lambda: link_health_html(data, renamed)),
+            ("link-health.json", lambda: report.to_json_text(self.report_memo)),
+            ("link-health.html", lambda: link_health_html(data, renamed, self.report_memo.html)),
         ]
         for rel, make in made:
             b.write_file(stage / rel, make())
@@ -496,15 +497,20 @@ class Run:
             else:
                 copies[rel] = a.abs_path
         self.clock.lap("render")
-        b.write_tree(stage, files, copies, links_from)
+        self.copied = b.write_tree(stage, files, copies, links_from)
         return [*files, *(rel for rel, _ in made)]
 
     def _cache(self, stage: Path, key: str, started: int, files: list[str]) -> ConvertCache:
-        notes, root = {}, str(stage)
+        notes, root, carried = {}, str(stage), self.carried_set
         for path in self.paths:
-            doc = self.works[path].doc
-            output = output_sig(os.path.join(root, b.CONCEPTS, doc.doc_path))
-            notes[path] = self.works[path].state(replace(doc, text=""), output)
+            w = self.works[path]
+            doc = w.doc
+            rel = f"{b.CONCEPTS}/{doc.doc_path}"
+            if path in carried and w.reuse is not None and rel not in self.copied:
+                output = w.reuse.output  # hard-linked: the very file the last convert wrote, as it checked
+            else:
+                output = output_sig(os.path.join(root, rel))
+            notes[path] = w.state(replace(doc, text=""), output)
         docs = {f"{b.CONCEPTS}/{s.doc.doc_path}": s.output for s in notes.values()}
         others = {rel: output_sig(os.path.join(root, rel)) for rel in files if rel not in docs}
         others[DATABASE] = output_sig(os.path.join(root, DATABASE))
@@ -520,6 +526,7 @@ class Run:
             notes=notes, problems=report.problems, types=report.types, variants=report.variants, near=self.near,
             suggested=suggested, suggest_key=self.suggest_key, blobs=blobs, names=self.found.keys,
             graph=(self.graph_key, {p: as_tuple(a) for p, a in self.analytics.items()}), tally=self.tally,
+            report_memo=self.report_memo,
         )  # fmt: skip
         return ConvertCache(
             key=key,

@@ -28,6 +28,7 @@ import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 STOPWORDS = frozenset({"the", "a", "an", "of", "and", "de", "la", "le", "in", "on", "at", "to", "for"})
@@ -317,9 +318,7 @@ def spelling_variants(
     for note in notes:
         stem = posixpath.basename(note.path)[:-3]
         for name in (stem, *aliases.get(note.path, ())):
-            every = tuple(fold(_POSSESSIVE.sub("", w)) for w in name.split())  # "Arcanist's" is "arcanist"
-            every = tuple(w for w in every if w)
-            found = tuple(w for w in every if len(w) >= 4)
+            every, found = _name_words(name)
             title_words[note.path].append(every)
             for w in found:
                 titles[w].add(note.path)
@@ -359,6 +358,15 @@ def spelling_variants(
                 "aliases": aliases_seen,
             })  # fmt: skip
     return out
+
+
+@lru_cache(maxsize=1 << 16)
+def _name_words(name: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A title's or alias's folded words, and those of 4 letters or more (a bounded memo: the same names come
+    back at each convert of a watcher)."""
+    every = tuple(fold(_POSSESSIVE.sub("", w)) for w in name.split())  # "Arcanist's" is "arcanist"
+    every = tuple(w for w in every if w)
+    return every, tuple(w for w in every if len(w) >= 4)
 
 
 def _plural(a: str, b: str) -> bool:

@@ -72,9 +72,12 @@ def render_doc(frontmatter: Mapping[str, Any], body: str) -> str:
     return f"---\n{head}---\n{body if body.endswith(chr(10)) or not body else body + chr(10)}"
 
 
-def folder_indexes(docs: Iterable[Doc], title: str, extra_folders: Iterable[str] = ()) -> dict[str, str]:
+def folder_indexes(
+    docs: Iterable[Doc], title: str, extra_folders: Iterable[str] = (), memo: dict[str, Any] | None = None
+) -> dict[str, str]:
     """``index.md`` text for every folder of the concept tree, none with frontmatter: only the bundle's root
-    ``index.md`` (``root_index``) may carry it (OKF v0.2 §6, §11)."""
+    ``index.md`` (``root_index``) may carry it (OKF v0.2 §6, §11). ``memo``: each folder's text as last made,
+    with what it was made from (a watcher's: only the folders whose docs changed are made again)."""
     by_folder: dict[str, list[Doc]] = defaultdict(list)
     folders = {""}
     for doc in docs:
@@ -86,10 +89,18 @@ def folder_indexes(docs: Iterable[Doc], title: str, extra_folders: Iterable[str]
     subfolders: dict[str, list[str]] = defaultdict(list)
     for folder in folders - {""}:
         subfolders[posixpath.dirname(folder)].append(folder)
-    return {f: _index_text(f, by_folder[f], sorted(subfolders[f]), title) for f in sorted(folders)}
+    made = {}
+    for f in sorted(folders):
+        key = (tuple(by_folder[f]), tuple(sorted(subfolders[f])), title)
+        was = memo.get(f) if memo is not None else None
+        made[f] = (key, was[1] if was is not None and was[0] == key else _index_text(f, *key))
+    if memo is not None:  # this convert's folders only: the memo never outgrows the vault
+        memo.clear()
+        memo.update(made)
+    return {f: text for f, (_, text) in made.items()}
 
 
-def _index_text(folder: str, docs: list[Doc], subs: list[str], title: str) -> str:
+def _index_text(folder: str, docs: tuple[Doc, ...], subs: tuple[str, ...], title: str) -> str:
     lines = [f"# {_md(posixpath.basename(folder) or title)}", ""]
     for sub in subs:
         lines.append(f"* [{_md(posixpath.basename(sub))}/]({quote(posixpath.basename(sub))}/index.md) - folder")

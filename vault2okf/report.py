@@ -209,6 +209,7 @@ class ReportMemo:
 
     json: dict[str, tuple[Any, str]] = field(default_factory=dict)
     html: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    indexes: dict[str, Any] = field(default_factory=dict)  # the folders' index.md (bundle.folder_indexes)
 
 
 EXCLUDED_WHY = {

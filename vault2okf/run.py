@@ -472,7 +472,7 @@ class Run:
             rel = f"{b.CONCEPTS}/{self.works[path].doc.doc_path}"
             links_from[rel] = os.path.join(old_root, rel)
         attachment_folders = {posixpath.dirname(p) for p in used if p}
-        for folder, text in b.folder_indexes(docs, vault.name, attachment_folders).items():
+        for folder, text in b.folder_indexes(docs, vault.name, attachment_folders, self.report_memo.indexes).items():
             files[posixpath.join(b.CONCEPTS, folder, "index.md")] = text
         files["index.md"] = b.root_index(vault.name)
         types = dict(Counter(d.type for d in docs).most_common())

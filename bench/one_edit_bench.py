@@ -134,6 +134,8 @@ def main() -> None:
     try:
         if args.memory:
             memory(work / "memory", args.memory)
+        if not args.scale:
+            return
         vault = scale_vault(work, args.scale)
         out = work / "bundle"
         notes = sorted(vault.rglob("*.md"))
@@ -168,8 +170,8 @@ def main() -> None:
             watched(small, work / "index-bundle", ["text", "text", "text"], index_bundle)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    if args.out:
-        args.out.write_text("\n".join(LINES) + "\n", "utf-8")
+        if args.out:
+            args.out.write_text("\n".join(LINES) + "\n", "utf-8")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ import posixpath
 import re
 import shutil
 import sys
+import time
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -134,9 +135,10 @@ def check_output(vault: Path, out: Path, *, force: bool = False) -> None:
     _check_bundle(out, force, scan=False)
 
 
-def prepare_output(vault: Path, out: Path, *, force: bool = False) -> None:
-    """Under the bundle lock: finish what a killed run left beside ``out``, then check ``out`` again."""
-    recover(out)
+def prepare_output(vault: Path, out: Path, *, force: bool = False, busy: Path | None = None) -> None:
+    """Under the bundle lock: finish what a killed run left beside ``out``, then check ``out`` again. ``busy``:
+    a retired generation this process is deleting on a thread (not a leftover)."""
+    recover(out, busy)
     _check_paths(vault, out)
     _check_bundle(out, force)
 
@@ -337,13 +339,13 @@ def adopt_state(old: Path, new: Path) -> None:
             os.rename(entry, target / entry.name)
 
 
-def recover(out: Path) -> list[Path]:
+def recover(out: Path, busy: Path | None = None) -> list[Path]:
     """Finish what a killed convert left beside ``out`` (call under the bundle lock): put back a bundle that
     was moved aside, move the index out of a leftover into ``out``, then delete the leftovers.
 
     Returns the leftovers it found. While ``out`` is not a bundle, a leftover holding an index is kept.
     """
-    leftovers = _leftovers(out)
+    leftovers = [p for p in _leftovers(out) if p != busy]
     if not out.exists() and not out.is_symlink():
         moved = [p for p in leftovers if p.name.startswith(f".{out.name}.old-") and read_marker(p) is not None]
         if moved:
@@ -368,6 +370,15 @@ def _gone_is_fine(_func: Any, _path: str, info: Any) -> None:
         raise info[1]
 
 
+def retire(old: Path) -> Path:
+    """Rename an old generation left by ``swap_into_place(remove=False)`` out of the way of the next staging
+    folder (``.NAME.tmp-PID`` -> ``.NAME.tmp-PID-NS``), for its owner to delete meanwhile; a killed owner
+    leaves it to the next run's ``recover``."""
+    retired = old.with_name(f"{old.name}-{time.time_ns()}")
+    os.rename(old, retired)
+    return retired
+
+
 def _holds_state(path: Path) -> bool:
     state = path / STATE
     return state.is_dir() and any(e.name != posixpath.basename(MARKER) for e in state.iterdir())
@@ -387,7 +398,7 @@ def _sibling(out: Path, kind: str) -> Path:
 
 def _leftovers(out: Path) -> list[Path]:
     """``.NAME.tmp-PID`` and ``.NAME.old-PID`` beside ``out``: only ever left by a run that was killed."""
-    pattern = re.compile(rf"\.{re.escape(out.name)}\.(tmp|old)-\d+")
+    pattern = re.compile(rf"\.{re.escape(out.name)}\.(tmp|old)-\d+(-\d+)?")  # -N: retired, being deleted
     if not out.parent.is_dir():
         return []
     return sorted(p for p in out.parent.iterdir() if pattern.fullmatch(p.name) and p.is_dir() and not p.is_symlink())

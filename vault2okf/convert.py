@@ -69,6 +69,7 @@ class Kept:
     sig: tuple[int, ...] = ()
     used: bool = False  # the last convert started from what was kept (the bundle was as this process left it)
     removing: threading.Thread | None = field(default=None, repr=False)  # the old generation being deleted
+    retired: Path | None = None  # where it is
 
     def last(self, out: Path, key: str) -> ConvertCache | None:
         self.used = self.cache is not None and key == self.key and output_sig(cache_path(out)) == self.sig
@@ -80,16 +81,20 @@ class Kept:
         self.key, self.cache, self.sig = key, cache, output_sig(cache_path(out))
 
     def remove_later(self, old: Path) -> None:
-        """Delete the old generation of the bundle on a thread (thousands of unlinks and rmdirs); ``settle``
-        waits for it. The next convert settles first: its staging folder has the same name."""
+        """Delete the old generation of the bundle on a thread (thousands of unlinks and rmdirs, seconds on a
+        busy disk), renamed first out of the next staging folder's way (``bundle.retire``): the next convert
+        runs meanwhile. ``settle`` waits for it; one at a time."""
         self.settle()
-        self.removing = threading.Thread(target=shutil.rmtree, args=(old, True), name="vault2okf-remove", daemon=True)
+        self.retired = b.retire(old)
+        self.removing = threading.Thread(
+            target=shutil.rmtree, args=(self.retired, True), name="vault2okf-remove", daemon=True
+        )
         self.removing.start()
 
     def settle(self) -> None:
         if self.removing is not None:
             self.removing.join()
-            self.removing = None
+            self.removing = self.retired = None
 
 
 def convert(
@@ -146,7 +151,6 @@ def _convert(
     vault: Path, out: Path, config_path: Path | None, force: bool, full: bool, kept: Kept | None
 ) -> ConvertResult:
     if kept is not None:
-        kept.settle()  # the last generation deleted: a convert starts from a tidy parent folder
         kept.used = False
     clock = Clock()
     started = time.time_ns()
@@ -157,7 +161,7 @@ def _convert(
     config = replace(config, base=vault_base([f.path for f in walk.notes]))
     clock.lap("walk")
     with b.bundle_lock(out, "converting"):  # one convert or index of a bundle at a time
-        b.prepare_output(vault, out, force=force)
+        b.prepare_output(vault, out, force=force, busy=kept.retired if kept is not None else None)
         key = cache_key(vault, vault.name, config)
         old, unchanged, notices = _previous(out, key, walk, kept, fresh=full or force)
         if old is not None and unchanged:

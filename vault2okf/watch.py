@@ -204,6 +204,7 @@ class Watcher:
         finally:
             self.stop.set()
             thread.join(timeout=5)
+            self.kept.settle()  # the last old generation deleted before the watch ends
 
     def _events(
         self, exclude: tuple[str, ...], batches: queue.Queue[int], ready: threading.Event, failed: list[BaseException]

@@ -412,6 +412,7 @@ class Run:
                 variants=variants,
                 suggested=dict(known),
                 mentions=tuple(self.mentions),
+                memo=self.report_memo,
             )
         return self._report
 

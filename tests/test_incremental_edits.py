@@ -303,3 +303,17 @@ def test_report_pieces_taken_again_are_the_whole_made_again(tmp_path: Path) -> N
     assert report.to_json_text(memo) == json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     assert link_health_html(data, {}, memo.html) == link_health_html(data, {})
     assert memo.json["vault"][0] == data["vault"] and memo.json["totals"][0] == data["totals"]
+
+
+def test_a_watch_started_on_an_up_to_date_bundle_keeps_its_cache(tmp_path: Path) -> None:
+    """The watcher's first convert finds nothing changed: it keeps the bundle's cache as read, so the first edit
+    is converted from memory too (not read back again), and gives the full convert's bundle."""
+    rng = random.Random(3808)
+    vault, out = tmp_path / "vault", tmp_path / "inc"
+    _build(vault, rng)
+    convert(vault, out)
+    w, lines = _watcher(vault, out)
+    assert "no note changed" in lines[-1]
+    _edit(vault, rng, "text", 0)
+    assert w.rebuild(1) and w.kept.used, lines[-1]
+    _full_equal(vault, out, tmp_path, 0)

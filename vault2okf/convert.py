@@ -171,6 +171,8 @@ def _convert(
             def load() -> LinkReport:
                 return last.report(vault.name, walk)
 
+            if kept is not None:  # a watcher's first convert found nothing to do: it keeps the bundle's cache
+                kept.keep(out, key, old)
             return ConvertResult(
                 out=out, notes=len(walk.notes), links=old.summary["links"], load_report=load, seconds=clock.total(),
                 stages=clock.laps, unchanged=True, known_totals=old.summary["totals"], made=(),
@@ -208,7 +210,11 @@ def _previous(
         return None, False, ()
     held = kept.last(out, key) if kept is not None else None
     if held is not None:
-        return held, held.unchanged(walk, out), ()
+        try:
+            held.loaded  # noqa: B018 - in memory already, or (kept from the file) decoded and checked now
+            return held, held.unchanged(walk, out), ()
+        except CacheDamaged:
+            pass  # then as any convert: the file, which says what is wrong with it
     return _last_cache(out, key, walk)
 
 

@@ -23,7 +23,7 @@ from vault2okf.report import LinkReport, ReportMemo
 from vault2okf.suggest import BodyWords, Tally, body_words
 from vault2okf.watch import Watcher, bundle_notes
 
-EDITS = 40  # saved edits in the memory test (bench/one_edit_bench.py --memory runs 1,000)
+EDITS = 30  # saved edits in the memory test (bench/one_edit_bench.py --memory runs 1,000)
 
 FIRST = ["Mira", "Tovan", "Oskar", "Selka", "Brann", "Ilse", "Corvin", "Dasha", "Eldric", "Fenna", "Garrow", "Hale"]
 LAST = ["Thelis", "Vireth", "Ashdown", "Morrow", "Kest", "Lunde", "Pyke", "Quill", "Rusk", "Stave"]

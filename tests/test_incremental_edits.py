@@ -5,15 +5,25 @@ analytics computed again only when the link graph changed."""
 
 from __future__ import annotations
 
+import gc
+import json
 import random
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from test_incremental import Twin
+from test_incremental import Twin, bundle_files, table_rows
 
+from vault2okf import convert as convert_module
 from vault2okf import mentions, run
 from vault2okf.convert import convert
+from vault2okf.html import link_health_html
+from vault2okf.report import LinkReport, ReportMemo
+from vault2okf.suggest import BodyWords, Tally, body_words
+from vault2okf.watch import Watcher, bundle_notes
+
+EDITS = 30  # saved edits in the memory test (bench/one_edit_bench.py --memory runs 1,000)
 
 FIRST = ["Mira", "Tovan", "Oskar", "Selka", "Brann", "Ilse", "Corvin", "Dasha", "Eldric", "Fenna", "Garrow", "Hale"]
 LAST = ["Thelis", "Vireth", "Ashdown", "Morrow", "Kest", "Lunde", "Pyke", "Quill", "Rusk", "Stave"]
@@ -147,3 +157,163 @@ def test_one_added_link_rewrites_few_docs(tmp_path: Path) -> None:
         result = convert(vault, twin.inc)
         assert n - result.reused <= 10, f"{n - result.reused} of {n} docs rewritten"
         twin.check()
+
+
+# -- watch: the state kept in memory between edits -----------------------------------------------------------
+def _full_equal(vault: Path, out: Path, tmp: Path, n: int) -> None:
+    """The bundle at ``out`` is byte for byte a full convert's (files, tables in order, the report)."""
+    full = tmp / f"full{n}"
+    convert(vault, full, full=True)
+    assert bundle_files(out) == bundle_files(full)
+    assert table_rows(out) == table_rows(full)
+
+
+def _watcher(vault: Path, out: Path) -> tuple[Watcher, list[str]]:
+    lines: list[str] = []
+    w = Watcher(vault, out, echo=lines.append)
+    w.start()
+    return w, lines
+
+
+WATCH_KINDS = [*KINDS, "rename", "delete", "alias"]
+
+
+def test_watch_keeps_its_state_and_gives_the_full_convert(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 38: between edits `watch` keeps the last convert's state in memory (never reading the cache file
+    back) and still writes, after every edit of any kind, the bundle a full convert writes; each line names the
+    change as the whole bundle's bodies do."""
+    rng = random.Random(3804)
+    vault, out = tmp_path / "vault", tmp_path / "inc"
+    _build(vault, rng)
+    w, lines = _watcher(vault, out)
+    spy = Spy(monkeypatch)
+
+    def never(*_args: object) -> object:
+        raise AssertionError("the watcher read the convert cache back from the bundle")
+
+    monkeypatch.setattr(convert_module, "_last_cache", never)
+    moved = 0  # rebuilds whose sum of the notes' words was moved on, not summed again (suggest.Tally)
+    for step, kind in enumerate(rng.sample(WATCH_KINDS, len(WATCH_KINDS))):
+        _edit(vault, rng, kind, step)
+        spy.reset()
+        assert w.rebuild(1), lines[-1]
+        assert w.kept.used, kind  # started from the state in memory
+        assert w.kept.cache is not None
+        tally = w.kept.cache.loaded.tally.tally
+        moved += tally is not None and tally.updates > 0
+        if kind == "text":
+            assert (spy.scanned, spy.analysed) == (1, 0), kind
+        assert w.bodies == bundle_notes(out), kind  # read for the notes made again only, yet the whole truth
+        verb = {"rename": "renamed", "delete": "removed", "add": "added"}.get(kind, "changed")
+        assert f" {verb} " in lines[-1], (kind, lines[-1])
+        w.kept.settle()
+        assert not list(tmp_path.glob(".inc.*-*")), "the old generation is removed"
+        _full_equal(vault, out, tmp_path, step)
+    assert moved >= 3, moved
+
+
+def test_kept_state_is_dropped_when_another_run_wrote_the_bundle(tmp_path: Path) -> None:
+    """A convert by another process (here: another call) between two edits: the watcher's memory no longer
+    describes the bundle, so it reads the bundle's own cache, and the bundle is still the full convert's."""
+    rng = random.Random(3805)
+    vault, out = tmp_path / "vault", tmp_path / "inc"
+    _build(vault, rng)
+    w, lines = _watcher(vault, out)
+    _edit(vault, rng, "text", 0)
+    assert w.rebuild(1) and w.kept.used
+    _edit(vault, rng, "alias", 1)
+    convert(vault, out)  # someone else's convert
+    _edit(vault, rng, "link", 2)
+    assert w.rebuild(1), lines[-1]
+    assert not w.kept.used
+    assert w.bodies == bundle_notes(out)
+    _full_equal(vault, out, tmp_path, 0)
+    _edit(vault, rng, "text", 3)
+    assert w.rebuild(1) and w.kept.used  # kept again from then on
+    _full_equal(vault, out, tmp_path, 1)
+
+
+def test_watch_memory_stays_bounded_over_many_edits(tmp_path: Path) -> None:
+    """The same two versions of one note saved in turn, EDITS times: what the watcher holds (Python objects
+    alive after each rebuild) does not grow with the number of edits."""
+    rng = random.Random(3806)
+    vault, out = tmp_path / "vault", tmp_path / "inc"
+    _build(vault, rng)
+    note = sorted(vault.rglob("*.md"))[3]
+    versions = [note.read_text("utf-8"), note.read_text("utf-8") + "One more line about the old mill.\n"]
+    w, lines = _watcher(vault, out)
+    counts = []
+    for i in range(EDITS):
+        note.write_text(versions[i % 2], "utf-8")
+        assert w.rebuild(1), lines[-1]
+        if i % 10 == 9:
+            w.kept.settle()
+            gc.collect()
+            counts.append(len(gc.get_objects()))
+    assert max(counts[1:]) <= counts[1] + 100, counts  # after the first rebuilds, flat
+    _full_equal(vault, out, tmp_path, 0)
+
+
+def _seen_items(t: Tally) -> tuple[list[tuple[str, int]], list[tuple[str, int]], list[tuple[str, list[Any]]]]:
+    seen = t.seen
+    return list(t.runs.items()), list(seen.count.items()), [(k, list(v.items())) for k, v in seen.beside.items()]
+
+
+def test_a_moved_tally_is_the_sum_made_again() -> None:
+    """``suggest.Tally.moved``: after random changes of a few notes' words, a tally moved on holds what a sum made
+    again holds, every count and every key in the same place (spelling_variants' output follows that order)."""
+    rng = random.Random(3807)
+    vocab = [*FIRST, *LAST, "The Road", "Old Mill", "Ilse Kest", "Mira of Thelis"]
+
+    def words() -> BodyWords:
+        return body_words(" and ".join(rng.choice(vocab) for _ in range(rng.randrange(1, 6))) + ".")
+
+    paths = [f"n{i:02}.md" for i in range(30)]
+    read = [words() for _ in paths]
+    tally = Tally(paths, read)
+    moved = bailed = 0
+    for _ in range(300):
+        read = list(read)
+        for i in rng.sample(range(len(paths)), rng.choice([1, 1, 2])):
+            read[i] = words()
+        fresh = Tally(paths, read)
+        step = tally.moved(paths, read)
+        if step is None:
+            bailed += 1
+            tally = fresh
+            continue
+        moved += 1
+        assert _seen_items(step) == _seen_items(fresh)
+        tally = step
+    assert moved > 30 and bailed > 30, (moved, bailed)
+
+
+def test_report_pieces_taken_again_are_the_whole_made_again(tmp_path: Path) -> None:
+    """``ReportMemo``: the JSON written a key at a time is ``json.dumps`` of the whole; with the memo of another
+    report, each piece is taken only where its value is the same, and the page and the JSON are the ones made
+    without any memo (nova-regna's report: broken, ambiguous, variants, mentions)."""
+    vault = Path(__file__).resolve().parents[1].parent / "shared" / "vaults" / "nova-regna"
+    report = convert(vault, tmp_path / "b").report
+    data = report.to_json()
+    assert report.to_json_text() == json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    other = LinkReport(report.vault, report.notes[:-5], report.records[:-40], report.problems, report.skipped,
+                       report.aliases, report.types, report.variants, mentions=report.mentions[5:])  # fmt: skip
+    memo = ReportMemo()
+    other.to_json_text(memo), link_health_html(other.to_json(), {}, memo.html)
+    assert report.to_json_text(memo) == json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    assert link_health_html(data, {}, memo.html) == link_health_html(data, {})
+    assert memo.json["vault"][0] == data["vault"] and memo.json["totals"][0] == data["totals"]
+
+
+def test_a_watch_started_on_an_up_to_date_bundle_keeps_its_cache(tmp_path: Path) -> None:
+    """The watcher's first convert finds nothing changed: it keeps the bundle's cache as read, so the first edit
+    is converted from memory too (not read back again), and gives the full convert's bundle."""
+    rng = random.Random(3808)
+    vault, out = tmp_path / "vault", tmp_path / "inc"
+    _build(vault, rng)
+    convert(vault, out)
+    w, lines = _watcher(vault, out)
+    assert "no note changed" in lines[-1]
+    _edit(vault, rng, "text", 0)
+    assert w.rebuild(1) and w.kept.used, lines[-1]
+    _full_equal(vault, out, tmp_path, 0)

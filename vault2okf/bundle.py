@@ -16,6 +16,7 @@ import posixpath
 import re
 import shutil
 import sys
+import time
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -72,9 +73,12 @@ def render_doc(frontmatter: Mapping[str, Any], body: str) -> str:
     return f"---\n{head}---\n{body if body.endswith(chr(10)) or not body else body + chr(10)}"
 
 
-def folder_indexes(docs: Iterable[Doc], title: str, extra_folders: Iterable[str] = ()) -> dict[str, str]:
+def folder_indexes(
+    docs: Iterable[Doc], title: str, extra_folders: Iterable[str] = (), memo: dict[str, Any] | None = None
+) -> dict[str, str]:
     """``index.md`` text for every folder of the concept tree, none with frontmatter: only the bundle's root
-    ``index.md`` (``root_index``) may carry it (OKF v0.2 §6, §11)."""
+    ``index.md`` (``root_index``) may carry it (OKF v0.2 §6, §11). ``memo``: each folder's text as last made,
+    with what it was made from (a watcher's: only the folders whose docs changed are made again)."""
     by_folder: dict[str, list[Doc]] = defaultdict(list)
     folders = {""}
     for doc in docs:
@@ -86,10 +90,18 @@ def folder_indexes(docs: Iterable[Doc], title: str, extra_folders: Iterable[str]
     subfolders: dict[str, list[str]] = defaultdict(list)
     for folder in folders - {""}:
         subfolders[posixpath.dirname(folder)].append(folder)
-    return {f: _index_text(f, by_folder[f], sorted(subfolders[f]), title) for f in sorted(folders)}
+    made = {}
+    for f in sorted(folders):
+        key = (tuple(by_folder[f]), tuple(sorted(subfolders[f])), title)
+        was = memo.get(f) if memo is not None else None
+        made[f] = (key, was[1] if was is not None and was[0] == key else _index_text(f, *key))
+    if memo is not None:  # this convert's folders only: the memo never outgrows the vault
+        memo.clear()
+        memo.update(made)
+    return {f: text for f, (_, text) in made.items()}
 
 
-def _index_text(folder: str, docs: list[Doc], subs: list[str], title: str) -> str:
+def _index_text(folder: str, docs: tuple[Doc, ...], subs: tuple[str, ...], title: str) -> str:
     lines = [f"# {_md(posixpath.basename(folder) or title)}", ""]
     for sub in subs:
         lines.append(f"* [{_md(posixpath.basename(sub))}/]({quote(posixpath.basename(sub))}/index.md) - folder")
@@ -123,9 +135,10 @@ def check_output(vault: Path, out: Path, *, force: bool = False) -> None:
     _check_bundle(out, force, scan=False)
 
 
-def prepare_output(vault: Path, out: Path, *, force: bool = False) -> None:
-    """Under the bundle lock: finish what a killed run left beside ``out``, then check ``out`` again."""
-    recover(out)
+def prepare_output(vault: Path, out: Path, *, force: bool = False, busy: Path | None = None) -> None:
+    """Under the bundle lock: finish what a killed run left beside ``out``, then check ``out`` again. ``busy``:
+    a retired generation this process is deleting on a thread (not a leftover)."""
+    recover(out, busy)
     _check_paths(vault, out)
     _check_bundle(out, force)
 
@@ -228,21 +241,25 @@ def write_tree(
     carried: Mapping[str, str] = {},
     *,
     folders: bool = True,
-) -> None:
+) -> set[str]:
     """Write ``files`` (path -> content), copy ``copies`` (path -> a vault file) and hard-link ``carried``
     (path -> the same file in the old bundle, unchanged; copied where the file system has no hard links).
-    ``folders=False``: the caller made the folders already (``make_folders``)."""
+    ``folders=False``: the caller made the folders already (``make_folders``). Returns the carried paths that
+    were copied: every other carried file is the old one (same inode, size and mtime)."""
     if folders:
         make_folders(stage, (*files, *copies, *carried))
     with ThreadPoolExecutor(max_workers=8) as pool:  # file creation is I/O bound; threads overlap it
         list(pool.map(lambda item: write_file(stage / item[0], item[1]), files.items()))
         list(pool.map(lambda item: shutil.copyfile(item[1], stage / item[0]), copies.items()))
     root = str(stage)
+    copied = set()
     for rel, old in carried.items():
         try:
             os.link(old, os.path.join(root, rel))
         except OSError:
             shutil.copy2(old, os.path.join(root, rel))
+            copied.add(rel)
+    return copied
 
 
 def make_folders(stage: Path, paths: Iterable[str]) -> None:
@@ -283,16 +300,19 @@ def write_file(path: str | Path, content: str | bytes) -> None:
         fh.write(content if isinstance(content, bytes) else content.encode("utf-8"))
 
 
-def swap_into_place(stage: Path, out: Path) -> None:
+def swap_into_place(stage: Path, out: Path, *, remove: bool = True) -> Path | None:
     """Put the new bundle ``stage`` at ``out``, which is never missing meanwhile: one atomic exchange of the two
     folders (``renameat2(RENAME_EXCHANGE)``), then the retriever's state (index, caches) moves from the old
     bundle into the new one, then the old one is removed. Call it under the bundle lock; a run killed anywhere
     in here is finished by the next run's ``recover``. Where folders cannot be exchanged (not Linux, or a file
     system without it) it renames twice, and ``out`` is missing between the two renames.
+
+    ``remove=False``: the old bundle is left, emptied of its state, for the caller to delete (a watcher deletes
+    it while it waits for the next edit); it is returned. Left by a killed run, the next run deletes it.
     """
     if not out.exists() and not out.is_symlink():
         os.rename(stage, out)
-        return
+        return None
     if _exchange(stage, out):
         old = stage  # the old bundle now sits where the new one was built
     else:
@@ -300,7 +320,10 @@ def swap_into_place(stage: Path, out: Path) -> None:
         os.rename(out, old)
         os.rename(stage, out)
     adopt_state(old, out)
+    if not remove:
+        return old
     shutil.rmtree(old)
+    return None
 
 
 def adopt_state(old: Path, new: Path) -> None:
@@ -316,13 +339,13 @@ def adopt_state(old: Path, new: Path) -> None:
             os.rename(entry, target / entry.name)
 
 
-def recover(out: Path) -> list[Path]:
+def recover(out: Path, busy: Path | None = None) -> list[Path]:
     """Finish what a killed convert left beside ``out`` (call under the bundle lock): put back a bundle that
     was moved aside, move the index out of a leftover into ``out``, then delete the leftovers.
 
     Returns the leftovers it found. While ``out`` is not a bundle, a leftover holding an index is kept.
     """
-    leftovers = _leftovers(out)
+    leftovers = [p for p in _leftovers(out) if p != busy]
     if not out.exists() and not out.is_symlink():
         moved = [p for p in leftovers if p.name.startswith(f".{out.name}.old-") and read_marker(p) is not None]
         if moved:
@@ -331,11 +354,29 @@ def recover(out: Path) -> list[Path]:
     for path in leftovers:
         if not os.path.lexists(path):
             continue
-        if is_bundle:
-            adopt_state(path, out)
-        if is_bundle or not _holds_state(path):
-            shutil.rmtree(path)
+        try:
+            if is_bundle:
+                adopt_state(path, out)
+            if is_bundle or not _holds_state(path):
+                shutil.rmtree(path, onerror=_gone_is_fine)
+        except FileNotFoundError:
+            continue  # deleted meanwhile: a watcher removes its last generation after it released the lock
     return leftovers
+
+
+def _gone_is_fine(_func: Any, _path: str, info: Any) -> None:
+    """``rmtree``'s error handler: a file or folder already gone is what was wanted; anything else is raised."""
+    if not isinstance(info[1], FileNotFoundError):
+        raise info[1]
+
+
+def retire(old: Path) -> Path:
+    """Rename an old generation left by ``swap_into_place(remove=False)`` out of the way of the next staging
+    folder (``.NAME.tmp-PID`` -> ``.NAME.tmp-PID-NS``), for its owner to delete meanwhile; a killed owner
+    leaves it to the next run's ``recover``."""
+    retired = old.with_name(f"{old.name}-{time.time_ns()}")
+    os.rename(old, retired)
+    return retired
 
 
 def _holds_state(path: Path) -> bool:
@@ -357,7 +398,7 @@ def _sibling(out: Path, kind: str) -> Path:
 
 def _leftovers(out: Path) -> list[Path]:
     """``.NAME.tmp-PID`` and ``.NAME.old-PID`` beside ``out``: only ever left by a run that was killed."""
-    pattern = re.compile(rf"\.{re.escape(out.name)}\.(tmp|old)-\d+")
+    pattern = re.compile(rf"\.{re.escape(out.name)}\.(tmp|old)-\d+(-\d+)?")  # -N: retired, being deleted
     if not out.parent.is_dir():
         return []
     return sorted(p for p in out.parent.iterdir() if pattern.fullmatch(p.name) and p.is_dir() and not p.is_symlink())

@@ -37,9 +37,9 @@ from vault2okf.config import Config
 from vault2okf.mentions import Earlier, vault_mentions
 from vault2okf.meta import Meta, TypeOrigin
 from vault2okf.parse import Link, Problem, Syntax
-from vault2okf.report import LinkRecord, LinkReport
+from vault2okf.report import LinkRecord, LinkReport, ReportMemo
 from vault2okf.resolve import Resolution, Status, block_sets, check_blocks
-from vault2okf.suggest import BodyWords, Suggestion
+from vault2okf.suggest import BodyWords, Suggestion, TallyBox
 from vault2okf.walk import VaultFile, Walk
 
 NAME = "convert-cache.bin"
@@ -177,6 +177,10 @@ class Body:
     # note path -> its state as marshalled, for a state equal to the one read: saved again as it is
     blobs: dict[str, bytes] = field(default_factory=dict, compare=False, repr=False)
     source: tuple[str, int, tuple[int, ...]] | None = field(default=None, compare=False, repr=False)  # file read
+    # every state as marshalled by ``save``, kept by a watcher with the body it saved (``Kept``): no file re-read
+    held: dict[str, bytes] | None = field(default=None, compare=False, repr=False)
+    tally: TallyBox = field(default_factory=TallyBox, compare=False, repr=False)  # in memory only, never saved
+    report_memo: ReportMemo = field(default_factory=ReportMemo, compare=False, repr=False)  # the same
 
     def earlier(self) -> Earlier:
         """What unlinked mentions may reuse (``mentions.Earlier``)."""
@@ -186,6 +190,8 @@ class Body:
         """The states of ``paths`` as marshalled in the file this body was read from, read from it again rather
         than kept since the load (36 MB at 6.6k notes, held through the whole run); {} where that file is no
         longer the one read."""
+        if self.held is not None:
+            return {p: self.held[p] for p in paths if p in self.held}
         if self.source is None or not paths:
             return {}
         path, offset, sig = self.source
@@ -363,13 +369,17 @@ def _body(path: Path, offset: int, size: int, digest: bytes) -> Body:
         raise CacheDamaged(f"{path}: {type(error).__name__}: {error}") from error
 
 
-def save(stage: Path, found: ConvertCache) -> None:
+def save(stage: Path, found: ConvertCache, *, hold: bool = False) -> None:
     """Write the cache into the staging tree (swapped in with the bundle it describes): a head (what a
-    convert that finds nothing changed reads), then the body."""
+    convert that finds nothing changed reads), then the body. ``hold``: the body keeps every state as marshalled
+    (``Body.held``), for a watcher that keeps it in memory for its next convert."""
     body = found.body()
     known = body.blobs
+    blobs = {p: known[p] if p in known else marshal.dumps(_unstate(s)) for p, s in body.notes.items()}
+    body.blobs = {}
+    body.held = blobs if hold else None
     data = (
-        {p: known[p] if p in known else marshal.dumps(_unstate(s)) for p, s in body.notes.items()},
+        blobs,
         [(p, pr.kind, pr.message, pr.line) for p, pr in body.problems],
         list(body.types),
         list(body.variants),

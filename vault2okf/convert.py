@@ -10,6 +10,7 @@ import contextlib
 import gc
 import os
 import shutil
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -43,6 +44,8 @@ class ConvertResult:
     reused: int = 0  # notes whose doc and rows were carried from the last convert unchanged
     known_totals: dict[str, Any] | None = field(default=None, repr=False, compare=False)
     notices: tuple[str, ...] = ()  # what the user should know that is not about a note (a damaged cache)
+    made: tuple[str, ...] | None = None  # the notes whose docs were made again (None: not known; unchanged: none)
+    paths: tuple[str, ...] | None = None  # every note's vault path (None: not kept)
 
     @cached_property
     def report(self) -> LinkReport:
@@ -54,15 +57,62 @@ class ConvertResult:
         return self.known_totals if self.known_totals is not None else self.report.totals()
 
 
+@dataclass
+class Kept:
+    """What a watcher keeps in memory between its converts of one bundle: the last convert's cache as it saved it
+    (every note's state decoded, and marshalled), and the signature of the file it saved. The next convert takes
+    it instead of reading the file back, while that file is still the one saved (no other run wrote the bundle
+    meanwhile) and the key (config, code) is the same; else it reads the bundle's cache as any convert does."""
+
+    key: str = ""
+    cache: ConvertCache | None = None
+    sig: tuple[int, ...] = ()
+    used: bool = False  # the last convert started from what was kept (the bundle was as this process left it)
+    removing: threading.Thread | None = field(default=None, repr=False)  # the old generation being deleted
+    retired: Path | None = None  # where it is
+
+    def last(self, out: Path, key: str) -> ConvertCache | None:
+        self.used = self.cache is not None and key == self.key and output_sig(cache_path(out)) == self.sig
+        if not self.used:
+            self.cache = None  # stale: let it go before the bundle's own cache is read
+        return self.cache
+
+    def keep(self, out: Path, key: str, cache: ConvertCache) -> None:
+        self.key, self.cache, self.sig = key, cache, output_sig(cache_path(out))
+
+    def remove_later(self, old: Path) -> None:
+        """Delete the old generation of the bundle on a thread (thousands of unlinks and rmdirs, seconds on a
+        busy disk), renamed first out of the next staging folder's way (``bundle.retire``): the next convert
+        runs meanwhile. ``settle`` waits for it; one at a time."""
+        self.settle()
+        self.retired = b.retire(old)
+        self.removing = threading.Thread(
+            target=shutil.rmtree, args=(self.retired, True), name="vault2okf-remove", daemon=True
+        )
+        self.removing.start()
+
+    def settle(self) -> None:
+        if self.removing is not None:
+            self.removing.join()
+            self.removing = self.retired = None
+
+
 def convert(
-    vault: Path, out: Path, *, config_path: Path | None = None, force: bool = False, full: bool = False
+    vault: Path,
+    out: Path,
+    *,
+    config_path: Path | None = None,
+    force: bool = False,
+    full: bool = False,
+    kept: Kept | None = None,
 ) -> ConvertResult:
     """Convert ``vault`` into the bundle ``out``, redoing only what changed since the last convert of it
-    (``vault2okf.cache``); ``full`` ignores what the last convert left. Either way the bundle is the one a
-    full convert writes."""
+    (``vault2okf.cache``); ``full`` ignores what the last convert left. ``kept``: what the last convert of this
+    process left in memory, taken instead of the bundle's cache file while that is the file it saved, and
+    replaced by this convert's (a watcher's). Either way the bundle is the one a full convert writes."""
     with _collector_paused():
         try:
-            return _convert(vault, out, config_path, force, full)
+            return _convert(vault, out, config_path, force, full, kept)
         except OSError as error:
             if not is_disk_full(error):
                 raise
@@ -97,7 +147,11 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _convert(vault: Path, out: Path, config_path: Path | None, force: bool, full: bool) -> ConvertResult:
+def _convert(
+    vault: Path, out: Path, config_path: Path | None, force: bool, full: bool, kept: Kept | None
+) -> ConvertResult:
+    if kept is not None:
+        kept.used = False
     clock = Clock()
     started = time.time_ns()
     vault, out = vault.resolve(), out.resolve()
@@ -107,9 +161,9 @@ def _convert(vault: Path, out: Path, config_path: Path | None, force: bool, full
     config = replace(config, base=vault_base([f.path for f in walk.notes]))
     clock.lap("walk")
     with b.bundle_lock(out, "converting"):  # one convert or index of a bundle at a time
-        b.prepare_output(vault, out, force=force)
+        b.prepare_output(vault, out, force=force, busy=kept.retired if kept is not None else None)
         key = cache_key(vault, vault.name, config)
-        old, unchanged, notices = (None, False, ()) if full or force else _last_cache(out, key, walk)
+        old, unchanged, notices = _previous(out, key, walk, kept, fresh=full or force)
         if old is not None and unchanged:
             clock.lap("check")
             last = old
@@ -117,9 +171,11 @@ def _convert(vault: Path, out: Path, config_path: Path | None, force: bool, full
             def load() -> LinkReport:
                 return last.report(vault.name, walk)
 
+            if kept is not None:  # a watcher's first convert found nothing to do: it keeps the bundle's cache
+                kept.keep(out, key, old)
             return ConvertResult(
                 out=out, notes=len(walk.notes), links=old.summary["links"], load_report=load, seconds=clock.total(),
-                stages=clock.laps, unchanged=True, known_totals=old.summary["totals"],
+                stages=clock.laps, unchanged=True, known_totals=old.summary["totals"], made=(),
             )  # fmt: skip
         run = Run(vault, out, walk, config, old, clock)
         stage = b.staging_dir(out)
@@ -127,17 +183,39 @@ def _convert(vault: Path, out: Path, config_path: Path | None, force: bool, full
             new_cache = run.write(stage, key, started)
             b.seal(stage)
             new_cache.files[b.MARKER] = output_sig(stage / b.MARKER)
-            save_cache(stage, new_cache)
+            save_cache(stage, new_cache, hold=kept is not None)
         except BaseException:
             shutil.rmtree(stage, ignore_errors=True)
             raise
-        b.swap_into_place(stage, out)  # never leaves `out` missing; a kill in it is finished by the next run
+        old_generation = b.swap_into_place(stage, out, remove=kept is None)  # `out` never missing; a kill in it
+        if kept is not None:  # is finished by the next run
+            kept.keep(out, key, new_cache)
+            if old_generation is not None:
+                kept.remove_later(old_generation)
     clock.lap("swap")
     report = run.report
     return ConvertResult(
         out=out, notes=len(walk.notes), links=len(run.records), load_report=lambda: report, seconds=clock.total(),
-        stages=clock.laps, reused=run.reused, notices=notices,
+        stages=clock.laps, reused=run.reused, known_totals=report.to_json()["totals"], notices=notices,
+        made=tuple(p for p in run.paths if p not in run.carried_set), paths=tuple(run.paths),
     )  # fmt: skip
+
+
+def _previous(
+    out: Path, key: str, walk: Walk, kept: Kept | None, *, fresh: bool
+) -> tuple[ConvertCache | None, bool, tuple[str, ...]]:
+    """What this convert starts from (``_last_cache``): none when ``fresh``; else what ``kept`` holds while it
+    still describes the bundle, else the bundle's cache file."""
+    if fresh:
+        return None, False, ()
+    held = kept.last(out, key) if kept is not None else None
+    if held is not None:
+        try:
+            held.loaded  # noqa: B018 - in memory already, or (kept from the file) decoded and checked now
+            return held, held.unchanged(walk, out), ()
+        except CacheDamaged:
+            pass  # then as any convert: the file, which says what is wrong with it
+    return _last_cache(out, key, walk)
 
 
 def _last_cache(out: Path, key: str, walk: Walk) -> tuple[ConvertCache | None, bool, tuple[str, ...]]:

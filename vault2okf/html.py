@@ -15,6 +15,7 @@ from __future__ import annotations
 import html
 import posixpath
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 from urllib.parse import quote
 
@@ -46,9 +47,13 @@ STATUS_NAMES = {
 }
 
 
-def link_health_html(data: Mapping[str, Any], renamed: Mapping[str, str] | None = None) -> str:
+def link_health_html(
+    data: Mapping[str, Any], renamed: Mapping[str, str] | None = None, memo: dict[str, tuple[Any, ...]] | None = None
+) -> str:
     """The page for ``LinkReport.to_json()`` data; ``renamed`` maps the vault paths whose doc is not
-    ``concepts/<vault path>`` (a collision or a reserved name moved it) to their doc path in the bundle."""
+    ``concepts/<vault path>`` (a collision or a reserved name moved it) to their doc path in the bundle. ``memo``
+    (``report.ReportMemo.html``): each section as last made, with what it was made from; a section made from the
+    same rows, vault and renamed docs is taken again (a watcher's next page)."""
     page = _Page(str(data["vault"]), dict(renamed or {}))
     t = data["totals"]
     parts = [
@@ -59,8 +64,18 @@ def link_health_html(data: Mapping[str, Any], renamed: Mapping[str, str] | None 
         status_chart(t["by_status"], t["unique_targets"]),
         _nav(data),
     ]
-    parts += [page.section(spec, section_rows(data, spec.key)) for spec in SECTIONS]
+    parts += [_section(page, spec, section_rows(data, spec.key), memo) for spec in SECTIONS]
     return _document(f"Link health: {data['vault']}", "\n".join(parts))
+
+
+def _section(page: _Page, spec: _Spec, rows: list[dict[str, Any]], memo: dict[str, tuple[Any, ...]] | None) -> str:
+    was = memo.get(spec.key) if memo is not None else None
+    if was is not None and was[0] == page.vault and was[1] == page.renamed and was[2] == rows:
+        return str(was[3])
+    made = page.section(spec, rows)
+    if memo is not None:
+        memo[spec.key] = (page.vault, page.renamed, rows, made)
+    return made
 
 
 def status_chart(by_status: Mapping[str, int], unique: Mapping[str, int]) -> str:
@@ -101,6 +116,18 @@ class _Spec:
         self.key, self.title, self.advice, self.columns, self.cells = key, title, advice, columns, cells
 
 
+def _doc_href(path: str, renamed: str | None) -> str:
+    return quote(renamed or posixpath.join(CONCEPTS, path), safe="/")
+
+
+@lru_cache(maxsize=1 << 16)
+def _hrefs(vault: str, path: str, renamed: str | None) -> tuple[str, str]:
+    """A note's two links (``_Page.note``), remembered across pages (a bounded memo): a watcher's next page
+    quotes only the paths it has not seen."""
+    doc = f' <a class="loc-doc" href="{_e(_doc_href(path, renamed))}">doc</a>' if path.lower().endswith(".md") else ""
+    return _e(obsidian_uri(vault, path)), doc
+
+
 class _Page:
     def __init__(self, vault: str, renamed: dict[str, str]) -> None:
         self.vault = vault
@@ -108,7 +135,7 @@ class _Page:
         self._made: dict[str, tuple[str, str]] = {}
 
     def doc_href(self, path: str) -> str:
-        return quote(self.renamed.get(path) or posixpath.join(CONCEPTS, path), safe="/")
+        return _doc_href(path, self.renamed.get(path))
 
     def note(self, path: str | None, line: int | None = None) -> str:
         """A note with its two links: open in Obsidian, open the concept doc."""
@@ -121,9 +148,7 @@ class _Page:
     def _hrefs(self, path: str) -> tuple[str, str]:
         """Both links of a note, made once per note however many locations name it (quoting is slow)."""
         if path not in self._made:
-            is_note = path.lower().endswith(".md")
-            doc = f' <a class="loc-doc" href="{_e(self.doc_href(path))}">doc</a>' if is_note else ""
-            self._made[path] = (_e(obsidian_uri(self.vault, path)), doc)
+            self._made[path] = _hrefs(self.vault, path, self.renamed.get(path))
         return self._made[path]
 
     def locations(self, at: Sequence[str]) -> str:

@@ -5,6 +5,7 @@ rendered with HTML allowed (Obsidian, a static site, an editor's preview)."""
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # C0 (newline and tab too: one line), DEL, C1
 # what markdown or HTML would read, each escaped with \ (CommonMark): always, and ``_`` unless inside a word
@@ -22,6 +23,12 @@ def one_line(value: object) -> str:
 def text(value: object) -> str:
     """``value`` as inline markdown text (a list item, a bold span, a table cell): one line, every character
     markdown or HTML would read backslash-escaped (``<`` and an entity's ``&`` included: no tag, no entity)."""
+    return _text(value) if isinstance(value, str) else _text(str(value))
+
+
+@lru_cache(maxsize=1 << 16)
+def _text(value: str) -> str:
+    """``text`` of a string, remembered (a bounded memo: reports and folder indexes name the same notes again)."""
     return _SPECIAL.sub(lambda m: "\\" + m.group(), one_line(value))
 
 

@@ -62,6 +62,7 @@ import unicodedata
 from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from vault2okf.db import MentionRow
@@ -237,13 +238,22 @@ def name_index(notes: Sequence[NoteNames]) -> tuple[dict[tuple[str, ...], str | 
         if not posixpath.basename(note.path)[:-3]:
             continue  # ``.md``: no name to link it by
         for name in note.names:
-            key = name_key(name)
-            if usable(key):
+            key, use, cap = _name_entry(name)
+            if use:
                 owners[key].add(note.path)
-                if single(key) and not name.islower():
+                if cap:
                     capital.add(key)
     index = {k: next(iter(v)) if len(v) <= MAX_NOTES_PER_NAME else None for k, v in owners.items()}
     return index, frozenset(capital)
+
+
+@lru_cache(maxsize=1 << 17)
+def _name_entry(name: str) -> tuple[tuple[str, ...], bool, bool]:
+    """A name's key, whether rules 1 and 2 let it be matched, whether it is a one-word name with a capital:
+    remembered (a bounded memo), so a watcher's next convert folds only the names it has not seen."""
+    key = name_key(name)
+    use = usable(key)
+    return key, use, use and single(key) and not name.islower()
 
 
 Hit = tuple[tuple[str, ...], int, str, str | None]  # a name's key, its 1-based line, the words, the heading above

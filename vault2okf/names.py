@@ -20,7 +20,21 @@ from vault2okf.parse import Problem
 
 
 def assign_doc_paths(paths: Iterable[str]) -> tuple[dict[str, str], list[tuple[str, Problem]]]:
-    """vault path -> doc path for every note, and a ``collision`` problem for each note moved aside."""
+    """vault path -> doc path for every note, and a ``collision`` problem for each note moved aside. The last
+    answer is remembered (one): a watcher's next convert with the same notes takes it (copies of it)."""
+    key = tuple(paths)
+    if _LAST[0] is not None and _LAST[0][0] == key:
+        doc_of, problems = _LAST[0][1]
+        return dict(doc_of), list(problems)
+    found = _assign(key)
+    _LAST[0] = (key, found)
+    return dict(found[0]), list(found[1])
+
+
+_LAST: list[tuple[tuple[str, ...], tuple[dict[str, str], list[tuple[str, Problem]]]] | None] = [None]
+
+
+def _assign(paths: Iterable[str]) -> tuple[dict[str, str], list[tuple[str, Problem]]]:
     ordered = sorted(paths)
     wanted = {p: _wanted(p) for p in ordered}
     taken: dict[str, str] = {_key(f): f for p in ordered for f in _folders(p)}  # a doc may not shadow a folder

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import posixpath
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any
 
 from vault2okf import frontyaml
@@ -42,32 +42,55 @@ class LinkReport:
     # while the notes, aliases and variants are the same (Suggester's inputs)
     suggested: dict[str, list[Suggestion]] = field(default_factory=dict, compare=False, repr=False)
     mentions: tuple[Mention, ...] = ()  # unlinked mentions (vault2okf.mentions), the report lists the top few
+    memo: ReportMemo | None = field(default=None, compare=False, repr=False)  # a watcher's last report's pieces
 
     def to_json(self) -> dict[str, Any]:
         return self._json
 
     @cached_property
     def _json(self) -> dict[str, Any]:
+        by = self._by_status
+        kept = self._kept
         return {
             "vault": self.vault,
-            "totals": self.totals(),
-            "broken": self._broken(),
-            "ambiguous": self._ambiguous(),
-            "alias_only": self._to_note(Status.ALIAS),
-            "overridden": self._to_note(Status.OVERRIDDEN),
-            "excluded": self._excluded(),
-            "missing_attachments": self._grouped(Status.MISSING_ATTACHMENT),
-            "missing_blocks": self._missing_blocks(),
+            "totals": kept("totals", (self.records, self.problems, self.notes), self.totals),
+            "broken": kept("broken", (by[Status.BROKEN], self.notes, self.aliases, self.variants), self._broken),
+            "ambiguous": kept("ambiguous", (by[Status.AMBIGUOUS], by[Status.ATTACHMENT]), self._ambiguous),
+            "alias_only": kept("alias_only", (by[Status.ALIAS],), lambda: self._to_note(Status.ALIAS)),
+            "overridden": kept("overridden", (by[Status.OVERRIDDEN],), lambda: self._to_note(Status.OVERRIDDEN)),
+            "excluded": kept("excluded", (by[Status.EXCLUDED],), self._excluded),
+            "missing_attachments": kept("missing_attachments", (by[Status.MISSING_ATTACHMENT],),
+                                        lambda: self._grouped(Status.MISSING_ATTACHMENT)),
+            "missing_blocks": kept("missing_blocks", (by[Status.MISSING_BLOCK],), self._missing_blocks),
             "variants": list(self.variants),
             "types": list(self.types),
             "problems": [
                 {"path": p, "line": pr.line, "kind": pr.kind, "message": pr.message} for p, pr in self.problems
             ],
             "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
-            "orphans": self.orphans(),
-            "hubs": self.hubs(),
-            "mentions": mentions_json(self.mentions, self.notes),
-        }
+            "orphans": kept("orphans", (self.records, self.notes), self.orphans),
+            "hubs": kept("hubs", (self.records, self.notes), self.hubs),
+            "mentions": kept("mentions", (self.mentions, self.notes), lambda: mentions_json(self.mentions, self.notes)),
+        }  # fmt: skip
+
+    @cached_property
+    def _by_status(self) -> dict[Status, list[LinkRecord]]:
+        by: dict[Status, list[LinkRecord]] = {s: [] for s in Status}
+        for r in self.records:
+            by[r.resolution.status].append(r)
+        return by
+
+    def _kept(self, key: str, inputs: tuple[Any, ...], make: Callable[[], Any]) -> Any:
+        """A section of the JSON: the memo's, made from equal ``inputs`` (every value it is made from), else made
+        now (and remembered)."""
+        if self.memo is None:
+            return make()
+        was = self.memo.data.get(key)
+        if was is not None and was[0] == inputs:
+            return was[1]
+        value = make()
+        self.memo.data[key] = (inputs, value)
+        return value
 
     def totals(self) -> dict[str, Any]:
         status = Counter(r.resolution.status.value for r in self.records)
@@ -185,8 +208,32 @@ class LinkReport:
         data = self.to_json()
         return _front(data) + "\n".join(_markdown(data)) + "\n"
 
-    def to_json_text(self) -> str:
-        return json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n"
+    def to_json_text(self, memo: ReportMemo | None = None) -> str:
+        """``json.dumps(to_json(), indent=2, ensure_ascii=False)``, a top-level key at a time: with ``memo``, a key
+        whose value is the one last dumped takes that text again (a watcher's next report)."""
+        parts = []
+        for key, value in self.to_json().items():
+            was = memo.json.get(key) if memo is not None else None
+            if was is not None and was[0] == value:
+                text = was[1]
+            else:
+                text = json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n  ")
+                if memo is not None:
+                    memo.json[key] = (value, text)
+            parts.append(f"  {json.dumps(key, ensure_ascii=False)}: {text}")
+        return "{\n" + ",\n".join(parts) + "\n}\n"
+
+
+@dataclass
+class ReportMemo:
+    """Pieces of the last reports as rendered, each beside the value it was rendered from, so that the next
+    report renders again only the pieces whose value changed: the JSON by top-level key, the page by section.
+    Held in memory by a watcher (``cache.Body``), never saved; each entry is always a value and its own text."""
+
+    data: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # the JSON's sections, by what made them
+    json: dict[str, tuple[Any, str]] = field(default_factory=dict)
+    html: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    indexes: dict[str, Any] = field(default_factory=dict)  # the folders' index.md (bundle.folder_indexes)
 
 
 EXCLUDED_WHY = {
@@ -209,7 +256,19 @@ def type_rows(metas: Iterable[Any]) -> list[dict[str, Any]]:
 
 def _target(r: LinkRecord) -> str:
     """One key per target however it is spelled (``Note``, ``note``, ``Note.md``, ``Caf\u0065\u0301``)."""
-    return normalise(r.link.target).casefold() or r.link.raw
+    return _target_key(r.link.target, r.link.raw)
+
+
+@lru_cache(maxsize=1 << 18)
+def _target_key(target: str, raw: str) -> str:
+    """``_target``, remembered (a bounded memo: a vault writes the same targets again and again, and a watcher's
+    next report meets the same ones)."""
+    return normalise(target).casefold() or raw
+
+
+@lru_cache(maxsize=1 << 18)
+def _spelling(target: str, raw: str) -> str:
+    return normalise(target) or raw
 
 
 def _share(records: Sequence[LinkRecord]) -> float:
@@ -226,7 +285,7 @@ def _by_target(records: Iterable[LinkRecord]) -> dict[str, list[LinkRecord]]:
         groups[_target(r)].append(r)
     named = {}
     for recs in groups.values():
-        spellings = Counter(normalise(r.link.target) or r.link.raw for r in recs)
+        spellings = Counter(_spelling(r.link.target, r.link.raw) for r in recs)
         named[min(spellings, key=lambda sp: (-spellings[sp], sp))] = recs
     return named
 

@@ -35,11 +35,11 @@ from vault2okf.meta import Meta
 from vault2okf.names import assign_doc_paths
 from vault2okf.parse import Link, Note, Problem
 from vault2okf.protocol import DATABASE, database
-from vault2okf.report import LinkRecord, LinkReport, type_rows
+from vault2okf.report import LinkRecord, LinkReport, ReportMemo, type_rows
 from vault2okf.resolve import NOTE_STATUSES, Resolution, Resolver, Status, block_sets, check_blocks
 from vault2okf.scan import prepare_parser
 from vault2okf.skill import skill_text
-from vault2okf.suggest import BodyWords, body_words, spelling_variants
+from vault2okf.suggest import BodyWords, TallyBox, body_words, spelling_variants
 from vault2okf.walk import VaultFile, Walk
 from vault2okf.workers import parallel_chunks, parallel_map
 
@@ -171,6 +171,7 @@ class Run:
         db_intact = old is not None and output_sig(self.old_db) == old.files.get(DATABASE)
         self.old = old if db_intact else None  # rows are carried from the old database, so it must be intact
         self.last = old.loaded if old is not None else None  # its memos (analytics, mentions) need no database
+        self.report_memo = self.last.report_memo if self.last is not None else ReportMemo()  # a watcher's
         self.works: dict[str, NoteWork] = {}  # vault path -> this run's work on the note
         self.parsed: dict[str, Note] = {}
         self.files = {f.path: f for f in walk.notes}
@@ -297,6 +298,7 @@ class Run:
                 w.made = Made(doc=st.doc, rewrite_problems=st.rewrite_problems, doc_problems=st.doc_problems)
                 self.carried.append(path)
         self.reused = len(self.carried)
+        self.carried_set = frozenset(self.carried)
 
     def _analyse(self) -> dict[str, NoteAnalytics]:
         """The graph analytics: the last convert's while the graph is the same (``analytics.graph_key``)."""
@@ -394,7 +396,9 @@ class Run:
             metas = [self.works[p].meta for p in self.paths]
             memo = self.old.loaded if self.old is not None and self.old.universe == self.universe else None
             self.near = dict(memo.near) if memo else {}
-            variants = tuple(spelling_variants(notes, self.aliases, self.records, words, self.near))
+            last = self.last.tally.tally if self.last is not None else None
+            self.tally = TallyBox(last)  # the sum of the notes' words, moved on from a watcher's last convert
+            variants = tuple(spelling_variants(notes, self.aliases, self.records, words, self.near, self.tally))
             self.suggest_key = suggest_key(self.universe, variants)
             known = memo.suggested if memo and memo.suggest_key == self.suggest_key else {}
             self._report = LinkReport(
@@ -408,6 +412,7 @@ class Run:
                 variants=variants,
                 suggested=dict(known),
                 mentions=tuple(self.mentions),
+                memo=self.report_memo,
             )
         return self._report
 
@@ -432,7 +437,7 @@ class Run:
 
     def _write_links(self, database: DatabaseWriter) -> None:
         """The links rows of the notes not carried, a batch at a time, and the database finished."""
-        carried = set(self.carried)
+        carried = self.carried_set
         batch: list[LinkRow] = []
         for r in self.records:
             if r.source not in carried:
@@ -468,7 +473,7 @@ class Run:
             rel = f"{b.CONCEPTS}/{self.works[path].doc.doc_path}"
             links_from[rel] = os.path.join(old_root, rel)
         attachment_folders = {posixpath.dirname(p) for p in used if p}
-        for folder, text in b.folder_indexes(docs, vault.name, attachment_folders).items():
+        for folder, text in b.folder_indexes(docs, vault.name, attachment_folders, self.report_memo.indexes).items():
             files[posixpath.join(b.CONCEPTS, folder, "index.md")] = text
         files["index.md"] = b.root_index(vault.name)
         types = dict(Counter(d.type for d in docs).most_common())
@@ -477,8 +482,8 @@ class Run:
         renamed = {p: f"{b.CONCEPTS}/{d}" for p, d in doc_of.items() if d != p}
         made: list[tuple[str, Callable[[], str]]] = [
             ("link-health.md", report.to_markdown),
-            ("link-health.json", report.to_json_text),
-            ("link-health.html", lambda: link_health_html(data, renamed)),
+            ("link-health.json", lambda: report.to_json_text(self.report_memo)),
+            ("link-health.html", lambda: link_health_html(data, renamed, self.report_memo.html)),
         ]
         for rel, make in made:
             b.write_file(stage / rel, make())
@@ -493,15 +498,20 @@ class Run:
             else:
                 copies[rel] = a.abs_path
         self.clock.lap("render")
-        b.write_tree(stage, files, copies, links_from)
+        self.copied = b.write_tree(stage, files, copies, links_from)
         return [*files, *(rel for rel, _ in made)]
 
     def _cache(self, stage: Path, key: str, started: int, files: list[str]) -> ConvertCache:
-        notes, root = {}, str(stage)
+        notes, root, carried = {}, str(stage), self.carried_set
         for path in self.paths:
-            doc = self.works[path].doc
-            output = output_sig(os.path.join(root, b.CONCEPTS, doc.doc_path))
-            notes[path] = self.works[path].state(replace(doc, text=""), output)
+            w = self.works[path]
+            doc = w.doc
+            rel = f"{b.CONCEPTS}/{doc.doc_path}"
+            if path in carried and w.reuse is not None and rel not in self.copied:
+                output = w.reuse.output  # hard-linked: the very file the last convert wrote, as it checked
+            else:
+                output = output_sig(os.path.join(root, rel))
+            notes[path] = w.state(replace(doc, text=""), output)
         docs = {f"{b.CONCEPTS}/{s.doc.doc_path}": s.output for s in notes.values()}
         others = {rel: output_sig(os.path.join(root, rel)) for rel in files if rel not in docs}
         others[DATABASE] = output_sig(os.path.join(root, DATABASE))
@@ -516,7 +526,8 @@ class Run:
         body = Body(
             notes=notes, problems=report.problems, types=report.types, variants=report.variants, near=self.near,
             suggested=suggested, suggest_key=self.suggest_key, blobs=blobs, names=self.found.keys,
-            graph=(self.graph_key, {p: as_tuple(a) for p, a in self.analytics.items()}),
+            graph=(self.graph_key, {p: as_tuple(a) for p, a in self.analytics.items()}), tally=self.tally,
+            report_memo=self.report_memo,
         )  # fmt: skip
         return ConvertCache(
             key=key,

@@ -28,6 +28,7 @@ import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 STOPWORDS = frozenset({"the", "a", "an", "of", "and", "de", "la", "le", "in", "on", "at", "to", "for"})
@@ -303,29 +304,26 @@ def spelling_variants(
     records: Sequence[Any],
     words: Mapping[str, BodyWords] | None = None,
     near: dict[tuple[str, int], list[tuple[int, str]]] | None = None,
+    tally: TallyBox | None = None,
 ) -> list[dict[str, Any]]:
     """Clusters ``{word, variants: {spelling: count}, notes: [paths], aliases: [{note, alias}]}``.
 
     ``notes`` are parsed notes (``.path``, ``.body``; only ``.path`` for a note in ``words``, its
     ``body_words``), ``records`` the resolved links (broken targets count as written spellings too). ``near``
     holds the title words near each word looked up, filled as they are found: valid while the notes and
-    aliases are the same (the convert cache keeps it)."""
+    aliases are the same (the convert cache keeps it). ``tally``: the last run's sum of the notes' runs, taken
+    (moved to these notes' words where it can be) and replaced by this run's (``Tally``; a watcher keeps it)."""
     titles: dict[str, set[str]] = defaultdict(set)  # title word -> note paths
     title_words: dict[str, list[tuple[str, ...]]] = defaultdict(list)  # note path -> the words of its names
     for note in notes:
         stem = posixpath.basename(note.path)[:-3]
         for name in (stem, *aliases.get(note.path, ())):
-            every = tuple(fold(_POSSESSIVE.sub("", w)) for w in name.split())  # "Arcanist's" is "arcanist"
-            every = tuple(w for w in every if w)
-            found = tuple(w for w in every if len(w) >= 4)
+            every, found = _name_words(name)
             title_words[note.path].append(every)
             for w in found:
                 titles[w].add(note.path)
     read = [words[n.path] if words is not None and n.path in words else body_words(n.body) for n in notes]
-    runs: Counter[str] = Counter()
-    for one in read:
-        runs.update(one.runs)
-    seen = _seen_words(runs)
+    seen = _tallied(notes, read, tally)
     broken = Counter(w for r in records if r.resolution.status == "broken" for w in fold(r.link.target).split())
     index = _Near(titles, {} if near is None else near)
     clusters: dict[str, Counter[str]] = defaultdict(Counter)
@@ -362,6 +360,15 @@ def spelling_variants(
     return out
 
 
+@lru_cache(maxsize=1 << 16)
+def _name_words(name: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A title's or alias's folded words, and those of 4 letters or more (a bounded memo: the same names come
+    back at each convert of a watcher)."""
+    every = tuple(fold(_POSSESSIVE.sub("", w)) for w in name.split())  # "Arcanist's" is "arcanist"
+    every = tuple(w for w in every if w)
+    return every, tuple(w for w in every if len(w) >= 4)
+
+
 def _plural(a: str, b: str) -> bool:
     return a + "s" == b or b + "s" == a
 
@@ -375,18 +382,99 @@ def _seen_words(runs: Counter[str]) -> _Seen:
     beside: dict[str, Counter[str]] = defaultdict(Counter)
     folded: dict[str, str] = {}
     for run, times in runs.items():  # each distinct run once: names repeat
-        found = []
-        for w in _RUN_SPLIT.split(run):
-            if w not in folded:
-                folded[w] = fold(_POSSESSIVE.sub("", w))
-            if folded[w] and " " not in folded[w]:
-                found.append(folded[w])
-        for w in found:
-            count[w] += times
-        for a, b in itertools.pairwise(found):
-            beside[a][b] += times
-            beside[b][a] += times
+        _add_run(_run_words(run, folded), times, count, beside)
     return _Seen(count, beside)
+
+
+def _run_words(run: str, folded: dict[str, str]) -> list[str]:
+    found = []
+    for w in _RUN_SPLIT.split(run):
+        if w not in folded:
+            folded[w] = fold(_POSSESSIVE.sub("", w))
+        if folded[w] and " " not in folded[w]:
+            found.append(folded[w])
+    return found
+
+
+def _add_run(found: list[str], times: int, count: Counter[str], beside: dict[str, Counter[str]]) -> None:
+    for w in found:
+        count[w] += times
+    for a, b in itertools.pairwise(found):
+        beside[a][b] += times
+        beside[b][a] += times
+
+
+MOST_CHANGED = 16  # notes whose words changed beyond which a Tally is made again rather than updated
+
+
+class Tally:
+    """The vault's capitalised runs (each note's ``BodyWords.runs`` summed, in the order a full sum has them) and
+    the words seen in them (``_Seen``), for a watcher's next ``spelling_variants`` to update rather than sum again.
+
+    An update keeps every key in its place: it is taken only where the notes are the same paths, few notes'
+    words changed, no run appears or disappears in the sum, and a run a changed note was the first to write is
+    still written first by it, in the same order; then each changed run's count moves, and the seen words'
+    counts with it. Anything else: summed again, as without a tally. One tally serves one convert: updating it
+    hands it on (``spent``), so a convert that fails never leaves a half-moved one behind."""
+
+    def __init__(self, paths: list[str], read: list[BodyWords]) -> None:
+        self.paths, self.read = paths, read
+        self.runs: Counter[str] = Counter()
+        self.first: dict[str, int] = {}
+        for i, one in enumerate(read):
+            for run in one.runs:
+                self.first.setdefault(run, i)
+            self.runs.update(one.runs)
+        self.seen = _seen_words(self.runs)
+        self.spent = False
+        self.updates = 0  # how many converts in a row moved it rather than made it again
+
+    def moved(self, paths: list[str], read: list[BodyWords]) -> Tally | None:
+        """This tally moved to ``read`` (same ``paths``), or None where it cannot keep every key in place."""
+        if self.spent or paths != self.paths:
+            return None
+        changed = [i for i, (a, b) in enumerate(zip(self.read, read, strict=True)) if a is not b and a != b]
+        if len(changed) > MOST_CHANGED:
+            return None
+        deltas: Counter[str] = Counter()
+        for i in changed:
+            old, new = self.read[i].runs, read[i].runs
+            if [r for r in old if self.first[r] == i] != [r for r in new if self.first.get(r) == i]:
+                return None  # the runs this note writes first are not the same, in the same order
+            if any(self.first.get(r, i) >= i for r in new if r not in old):
+                return None  # a run new to the sum, or first written by a later note: its place would move
+            for run in {*old, *new}:
+                deltas[run] += new.get(run, 0) - old.get(run, 0)
+        if any(self.runs[run] + d <= 0 for run, d in deltas.items()):
+            return None  # a run no note writes any more: it would leave the sum
+        self.spent = True
+        folded: dict[str, str] = {}
+        for run, d in deltas.items():
+            if d:
+                self.runs[run] += d
+                _add_run(_run_words(run, folded), d, self.seen.count, self.seen.beside)
+        moved = object.__new__(Tally)
+        moved.paths, moved.read, moved.runs, moved.first, moved.seen = paths, read, self.runs, self.first, self.seen
+        moved.spent, moved.updates = False, self.updates + 1
+        return moved
+
+
+@dataclass
+class TallyBox:
+    """The ``Tally`` a convert hands to the next one (``spelling_variants`` takes it out and puts its own in)."""
+
+    tally: Tally | None = None
+
+
+def _tallied(notes: Sequence[Any], read: list[BodyWords], box: TallyBox | None) -> _Seen:
+    """The words seen in every note's runs: the boxed tally moved to ``read`` where it can be, else summed
+    again; the tally now in use goes into ``box``."""
+    paths = [n.path for n in notes]
+    last = box.tally if box is not None else None
+    tally = (last.moved(paths, read) if last is not None else None) or Tally(paths, read)
+    if box is not None:
+        box.tally = tally
+    return tally.seen
 
 
 def _beside_title(

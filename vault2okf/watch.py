@@ -28,7 +28,7 @@ from typing import Any
 import duckdb
 
 from vault2okf.config import load_config
-from vault2okf.convert import ConvertResult, convert
+from vault2okf.convert import ConvertResult, Kept, convert
 from vault2okf.errors import Vault2OkfError
 from vault2okf.protocol import database
 from vault2okf.walk import SKIPPED_DIRS, is_excluded
@@ -70,17 +70,37 @@ def _named(kind: str, paths: Iterable[str]) -> str:
     return f"{kind} {', '.join(items[:SHOWN])}{more}"
 
 
-def bundle_notes(out: Path) -> dict[str, str]:
-    """vault path -> content hash of the body, for the notes of the bundle at ``out`` now ({} when none)."""
+def bundle_notes(out: Path, only: Iterable[str] | None = None) -> dict[str, str]:
+    """vault path -> content hash of the body, for the notes of the bundle at ``out`` now ({} when none);
+    ``only``: for those notes alone."""
     path = database(out)
     if not path.is_file():
         return {}
+    query, args = "SELECT vault_path, md5(body) FROM concepts", []
+    if only is not None:
+        query, args = f"{query} WHERE list_contains(?::VARCHAR[], vault_path)", [list(only)]
     try:
         with duckdb.connect(str(path), read_only=True) as con:
-            rows = con.execute("SELECT vault_path, md5(body) FROM concepts").fetchall()
+            rows = con.execute(query, args).fetchall()
     except duckdb.Error:
         return {}
     return {str(p): str(h) for p, h in rows}
+
+
+def notes_after(out: Path, before: dict[str, str], result: ConvertResult, kept: bool) -> dict[str, str]:
+    """``bundle_notes(out)`` after ``result``, read only for the notes it made again where ``before`` is the
+    bundle it started from (``kept``: this process wrote it last): a carried note's row is the one before."""
+    if not kept or result.made is None or (result.paths is None and not result.unchanged):
+        return bundle_notes(out)
+    if result.unchanged:
+        return before
+    assert result.paths is not None
+    made = set(result.made)
+    after = {p: before[p] for p in result.paths if p not in made and p in before}
+    if len(after) + len(made) != len(result.paths):  # a carried note the last read did not have: read them all
+        return bundle_notes(out)
+    after.update(bundle_notes(out, result.made) if made else {})
+    return after
 
 
 def diff_notes(before: dict[str, str], after: dict[str, str]) -> Changes:
@@ -139,15 +159,18 @@ class Watcher:
         self.busy = False
         self.rebuilds = 0
         self.problems: set[tuple[str, str]] = set()
+        self.kept = Kept()  # the last convert's state, kept in memory for the next one
+        self.bodies: dict[str, str] = {}  # bundle_notes after the last convert
 
     def start(self) -> None:
         """The first full convert (and index); errors here are the command's errors (exit 1)."""
         started = time.perf_counter()
         before = bundle_notes(self.out)
-        result = convert(self.vault, self.out, config_path=self.config_path, force=self.force)
+        result = convert(self.vault, self.out, config_path=self.config_path, force=self.force, kept=self.kept)
         self.problems = _problems(result)
         index = self._index() if self.indexer else ""
-        changes = diff_notes(before, bundle_notes(self.out))
+        self.bodies = bundle_notes(self.out)
+        changes = diff_notes(before, self.bodies)
         seconds = time.perf_counter() - started
         self.echo(f"{now()} start: {_summary(result, changes, index, seconds, self.problems)}")
 
@@ -181,6 +204,7 @@ class Watcher:
         finally:
             self.stop.set()
             thread.join(timeout=5)
+            self.kept.settle()  # the last old generation deleted before the watch ends
 
     def _events(
         self, exclude: tuple[str, ...], batches: queue.Queue[int], ready: threading.Event, failed: list[BaseException]
@@ -212,13 +236,14 @@ class Watcher:
         started = time.perf_counter()
         self.busy = True
         try:
-            before = bundle_notes(self.out)
+            before = self.bodies
             try:
-                result = convert(self.vault, self.out, config_path=self.config_path, force=self.force)
+                result = convert(self.vault, self.out, config_path=self.config_path, force=self.force, kept=self.kept)
             except Exception as exc:  # noqa: BLE001 - a failed rebuild is a report line, never the end of the watch
                 self.echo(f"{head} convert failed, bundle unchanged: {_error(exc)}; retrying at the next change")
                 return False
-            changes = diff_notes(before, bundle_notes(self.out))
+            self.bodies = notes_after(self.out, before, result, self.kept.used)
+            changes = diff_notes(before, self.bodies)
             problems = _problems(result)
             new = problems - self.problems
             self.problems = problems

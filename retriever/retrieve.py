@@ -247,6 +247,8 @@ class Retriever:
             _ = self.parallel
         if spec.mode is not Mode.VECTOR and spec.mention_edges:
             _ = self.mention_graph
+        if spec.mode is not Mode.VECTOR and spec.entity_rank:
+            _ = self.session_named, self.lexical.notes
         if spec.entities:
             _ = self.names
 
@@ -292,9 +294,20 @@ class Retriever:
     def seed_budget(
         self, question: str, found: list[Hit], dense: list[ChunkHit], spec: SearchSpec, passing: Passing | None
     ) -> Budget:
-        """The budget the seeds keep to: ``spec.budget``, less a run's room with ``spec.runs`` (``seeds``)."""
-        if not spec.runs or spec.mode is Mode.VECTOR:
+        """The budget the seeds keep to: ``spec.budget``, less a run's room with ``spec.runs`` (``seeds``); with
+        ``spec.scale_seeds``, no more than the hop's (vector@match's tokens)."""
+        if spec.mode is Mode.VECTOR:
             return spec.budget
+        budget = self._run_room(question, found, dense, spec, passing) if spec.runs else spec.budget
+        if spec.scale_seeds and spec.budget.match is not None:
+            cap = self.hop_budget(dense, spec).tokens
+            budget = budget if cap is None else budget.capped(cap)
+        return budget
+
+    def _run_room(
+        self, question: str, found: list[Hit], dense: list[ChunkHit], spec: SearchSpec, passing: Passing | None
+    ) -> Budget:
+        """``spec.budget`` less the room of a run between two of ``found``'s sessions (``seeds``)."""
         run = [n for n in self.run_of(question, found, passing) if n not in {h.note_id for h in found}]
         room = self.hop_budget(dense, spec)
         if not run or room.tokens is None:
@@ -457,10 +470,31 @@ class Retriever:
             lambda: self.analytics,
         )  # fmt: skip
         scores = RANKERS[spec.ranker](inp, candidates)
+        if spec.entity_rank:
+            scores = self.with_entities(question, scores, spec.phrases)
         for note in offers.mentioned_only:  # an unlinked mention weighs less than a link
             scores[note] *= MENTION_WEIGHT
         lead = list(dict.fromkeys([*offers.thread, *offers.runs]))  # the thread, then the run, in session order
         return [*lead, *(n for n in order(scores) if n not in lead)], scores
+
+    def with_entities(self, question: str, scores: dict[str, float], phrases: bool) -> dict[str, float]:
+        """``scores`` plus a reciprocal-rank list of the candidates naming or linking one of the notes the question
+        names (``entity_rank``), most of them first, ties by BM25: a session names them (``session_named``),
+        another note links them. Added on the fused rankers' own scale (``rrf``: 1 / (RRF_K + rank))."""
+        asked = frozenset(n for n in self.names.find(question) if self.graph.concepts[n].session_key is None)
+        if not asked:
+            return scores
+        counts = {}
+        for note in scores:
+            concept = self.graph.concepts.get(note)
+            named = self.session_named.get(note, frozenset()) if concept and concept.session_key else None
+            count = len(asked & (named if named is not None else self.graph.neighbours.get(note, {}).keys()))
+            if count:
+                counts[note] = count
+        lexical = self.lexical.note_scores(question, phrases=phrases)
+        listed = sorted(counts, key=lambda n: (-counts[n], -lexical.get(n, 0.0), n))
+        bonus = rrf(listed)
+        return {n: s + bonus.get(n, 0.0) for n, s in scores.items()}
 
     def _reached_from(self, note: str, first: list[Hit], sessions: bool) -> str | None:
         """The best-ranked seed that links ``note`` (either way) or is its adjacent session; None for a note the

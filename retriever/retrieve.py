@@ -308,7 +308,7 @@ class Retriever:
         self, question: str, found: list[Hit], dense: list[ChunkHit], spec: SearchSpec, passing: Passing | None
     ) -> Budget:
         """``spec.budget`` less the room of a run between two of ``found``'s sessions (``seeds``)."""
-        run = [n for n in self.run_of(question, found, passing) if n not in {h.note_id for h in found}]
+        run = [n for n in self.run_of(question, found, passing, spec) if n not in {h.note_id for h in found}]
         room = self.hop_budget(dense, spec)
         if not run or room.tokens is None:
             return spec.budget
@@ -317,10 +317,11 @@ class Retriever:
         notes = None if spec.budget.notes is None else max(spec.budget.notes - len(run), 1)
         return Budget(notes, tokens if spec.budget.tokens is None else min(tokens, spec.budget.tokens))
 
-    def run_of(self, question: str, found: Sequence[Hit], passing: Passing | None) -> list[str]:
+    def run_of(self, question: str, found: Sequence[Hit], passing: Passing | None, spec: SearchSpec) -> list[str]:
         """The sessions between two of ``found``'s sessions naming what both name (``threads.session_runs``)."""
         asked = {n for n in self.names.find(question) if self.graph.concepts[n].session_key is None}
-        run = session_runs(self.graph, self.session_named, [h.note_id for h in found], asked, self.parallel)
+        seeds = [h.note_id for h in found]
+        run = session_runs(self.graph, self.session_named, seeds, asked, self.parallel, adjacent=spec.twins)
         return [n for n in run if passing is None or n in passing.notes]
 
     def vector_stage(
@@ -443,7 +444,7 @@ class Retriever:
         thread = [n for n in thread if passing is None or n in passing.notes]
         runs: list[str] = []
         if spec.runs:
-            runs = [n for n in self.run_of(question, found or first, passing) if kept({n})]
+            runs = [n for n in self.run_of(question, found or first, passing, spec) if kept({n})]
         edges = {n for s in seeds for n in self.mention_graph.of(s)} if spec.mention_edges else set()
         return Offers(kept(neighbours), kept(sessions), kept(mentioned), kept(named), tuple(thread), tuple(runs),
                       kept(edges))  # fmt: skip

@@ -86,13 +86,15 @@ class SearchSpec:
     stage finds its k among them (dense and BM25 alike), the hop offers only them; the budget is the same.
     Issue 37's options (off by default): ``runs`` first offers, in session order, the sessions between two seed
     sessions of one series that name a note both of them name (the run's people, places, objects) or one the
-    question names; ``mention_edges`` makes an unlinked mention (a note naming another by title or alias) a hop
-    edge both ways, its candidates' scores halved below the links'; ``entities`` searches the question's named notes,
-    capitalised names and quoted phrases on their own (dense and BM25, hybrid seeds) and fuses them in;
-    ``entity_rank`` ranks the hop's candidates by how many of the notes the question names each names or links too
-    (one more reciprocal-rank list added to the ranker's); ``scale_seeds`` scales the seeds with a budget matched to
-    vector@K: ``k * K / SCALE_REFERENCE`` of them (at least 1), kept to vector@K's tokens like the hop. Strings
-    are accepted for the enums; a value outside their sets, or an unknown ranker, is a ``RetrieverError``.
+    question names; ``twins`` (with ``runs``) makes two adjacent seed sessions a run too, so their tellings in a
+    parallel series (a player's notes and the GM's recaps) are offered; ``mention_edges`` makes an unlinked mention
+    (a note naming another by title or alias) a hop edge both ways, its candidates' scores halved below the links';
+    ``entities`` searches the question's named notes, capitalised names and quoted phrases on their own (dense and
+    BM25, hybrid seeds) and fuses them in; ``entity_rank`` ranks the hop's candidates by how many of the notes the
+    question names each names or links too (one more reciprocal-rank list added to the ranker's); ``scale_seeds``
+    scales the seeds with a budget matched to vector@K: ``k * K / SCALE_REFERENCE`` of them (at least 1), kept to
+    vector@K's tokens like the hop. Strings are accepted for the enums; a value outside their sets, or an unknown
+    ranker, is a ``RetrieverError``.
     """
 
     mode: Mode = Mode.UNION
@@ -112,6 +114,7 @@ class SearchSpec:
     entities: bool = False
     entity_rank: bool = False
     scale_seeds: bool = False
+    twins: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mode", _member(Mode, self.mode, "mode"))

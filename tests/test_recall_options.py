@@ -154,3 +154,11 @@ def test_entities_change_the_seeds_only_through_the_named_things(retriever: Retr
     assert any("Tezha" in n for n in with_entities[:3]), with_entities  # Crackshot is Tezha Olai's callsign
     assert retriever.search("what happened?", spec).hits == retriever.search("what happened?", DEFAULT_SPEC).hits
     assert isinstance(spec, SearchSpec)
+
+
+def test_twins_make_two_adjacent_sessions_a_run_told_in_the_other_series() -> None:
+    adjacent = ["Notes/Session 2", "Notes/Session 3"]
+    assert session_runs(_campaign(), NAMED, adjacent, parallel=TWINS) == []  # nothing lies between them
+    assert session_runs(_campaign(), NAMED, adjacent, parallel=TWINS, adjacent=True) == [
+        "Recaps/Session 2", "Recaps/Session 3"]  # fmt: skip
+    assert session_runs(_campaign(), NAMED, adjacent, adjacent=True) == []  # one series: no other telling

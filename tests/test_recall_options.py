@@ -179,13 +179,18 @@ def test_entity_rank_adds_a_rank_list_of_the_candidates_naming_what_the_question
         pytest.fail("no question's hop candidates name or link what it names")
     for note, bonus in raised.items():
         concept = retriever.graph.concepts[note]
-        named = retriever.session_named.get(note, frozenset()) if concept.session_key else set(
-            retriever.graph.neighbours.get(note, {}))
+        named = (
+            retriever.session_named.get(note, frozenset())
+            if concept.session_key
+            else set(retriever.graph.neighbours.get(note, {}))
+        )
         assert asked & named and bonus <= 1 / (RRF_K + 1) + 1e-12
     assert all(after[n] == pytest.approx(before[n]) for n in before if n not in raised)
     unnamed = "what happened?"  # names nothing: the scores are the ranker's
-    assert retriever.hop_order(unnamed, qvec, first, replace(plain, entity_rank=True), None)[1] == (
-        retriever.hop_order(unnamed, qvec, first, plain, None)[1])
+    assert (
+        retriever.hop_order(unnamed, qvec, first, replace(plain, entity_rank=True), None)[1]
+        == (retriever.hop_order(unnamed, qvec, first, plain, None)[1])
+    )
 
 
 def test_scale_seeds_scales_the_seeds_with_the_matched_budget_and_keeps_them_to_it(retriever: Retriever) -> None:
@@ -203,6 +208,7 @@ def test_scale_seeds_scales_the_seeds_with_the_matched_budget_and_keeps_them_to_
         assert got.tokens <= cap and sum(str(h.via) == "vector" for h in got.hits) <= 3
         over += retriever.search(question, plain).tokens > cap
     assert over, "without the option the seeds spend more than vector@5 on no question"
+
 
 def test_twins_make_two_adjacent_sessions_a_run_told_in_the_other_series() -> None:
     adjacent = ["Notes/Session 2", "Notes/Session 3"]

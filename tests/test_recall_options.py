@@ -216,3 +216,26 @@ def test_twins_make_two_adjacent_sessions_a_run_told_in_the_other_series() -> No
     assert session_runs(_campaign(), NAMED, adjacent, parallel=TWINS, adjacent=True) == [
         "Recaps/Session 2", "Recaps/Session 3"]  # fmt: skip
     assert session_runs(_campaign(), NAMED, adjacent, adjacent=True) == []  # one series: no other telling
+
+
+def test_the_session_mentions_are_cached_for_the_index_and_the_graph(
+    coa_bundle: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from retriever.mentions import SESSION_MENTIONS_CACHE, SessionMentions, load_session_mentions
+    from vault2okf.protocol import state_dir
+
+    path = state_dir(coa_bundle) / SESSION_MENTIONS_CACHE
+    path.unlink(missing_ok=True)
+    built = Retriever.open(coa_bundle).session_mentions  # runs are in the default search: every search needs them
+    assert path.is_file() and built.sessions_of
+    monkeypatch.setattr(SessionMentions, "build", classmethod(lambda *_: pytest.fail("built again, not read")))
+    opened = Retriever.open(coa_bundle)
+    assert opened.session_mentions == built
+    key = opened._mentions_key()
+    assert load_session_mentions(path, key, 1 << 30) == built
+    assert load_session_mentions(path, ["another index"], 1 << 30) is None
+    monkeypatch.undo()
+    path.write_bytes(path.read_bytes()[:-3])  # damaged: built again and written over
+    assert load_session_mentions(path, key, 1 << 30) is None
+    assert Retriever.open(coa_bundle).session_mentions == built
+    assert load_session_mentions(path, key, 1 << 30) == built

@@ -45,12 +45,15 @@ def methods(options: list[str]) -> list[Method]:
 
 
 def changes(option: str, budget: Budget | None = None) -> dict[str, Any]:
-    """``runs+k=5`` -> {"runs": True, "k": 5}: flags switched on, ``name=int`` set; ``notes=N`` caps the context at
-    N notes (``notes=0``: no note cap, tokens alone) in ``budget``."""
+    """``runs+k=5+no_twins`` -> {"runs": True, "k": 5, "twins": False}: flags switched on (off with ``no_``),
+    ``name=int`` set; ``notes=N`` caps the context at N notes (``notes=0``: no note cap, tokens alone) in
+    ``budget``."""
     out: dict[str, Any] = {}
     for part in option.split("+"):
         name, _, value = part.partition("=")
-        if name == "notes":
+        if name.startswith("no_") and not value:
+            out[name.removeprefix("no_")] = False
+        elif name == "notes":
             out["budget"] = replace(budget or DEFAULT_SPEC.budget, notes=int(value) or None)
         else:
             out[name] = int(value) if value else True

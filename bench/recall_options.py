@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 from eval.golden import load_golden  # noqa: E402
 from eval.metrics import per_question, summarise  # noqa: E402
 from eval.run import Method, run_methods  # noqa: E402
-from retriever.retrieve import DEFAULT_SPEC, Mode, Retriever, SearchSpec  # noqa: E402
+from retriever.retrieve import DEFAULT_SPEC, Budget, Mode, Retriever, SearchSpec  # noqa: E402
 
 KS = (5, 10, 15)
 TIERS = ("lookup", "synthesis", "temporal")
@@ -39,16 +39,24 @@ def methods(options: list[str]) -> list[Method]:
         out.append(Method(f"vector@{k}", SearchSpec(Mode.VECTOR, k)))
         out.append(Method(f"default@{k}", replace(DEFAULT_SPEC, budget=budget)))
         for option in options:
-            out.append(Method(f"default+{option}@{k}", replace(DEFAULT_SPEC, budget=budget, **changes(option))))
+            spec = replace(DEFAULT_SPEC, **{"budget": budget, **changes(option, budget)})
+            out.append(Method(f"default+{option}@{k}", spec))
     return out
 
 
-def changes(option: str) -> dict[str, Any]:
-    """``runs+k=5`` -> {"runs": True, "k": 5}: flags switched on, ``name=int`` set."""
+def changes(option: str, budget: Budget | None = None) -> dict[str, Any]:
+    """``runs+k=5+no_twins`` -> {"runs": True, "k": 5, "twins": False}: flags switched on (off with ``no_``),
+    ``name=int`` set; ``notes=N`` caps the context at N notes (``notes=0``: no note cap, tokens alone) in
+    ``budget``."""
     out: dict[str, Any] = {}
     for part in option.split("+"):
         name, _, value = part.partition("=")
-        out[name] = int(value) if value else True
+        if name.startswith("no_") and not value:
+            out[name.removeprefix("no_")] = False
+        elif name == "notes":
+            out["budget"] = replace(budget or DEFAULT_SPEC.budget, notes=int(value) or None)
+        else:
+            out[name] = int(value) if value else True
     return out
 
 

@@ -123,7 +123,8 @@ def config_of(methods: Sequence[Method], extra: dict[str, Any]) -> dict[str, Any
                  "ranker": m.spec.ranker if m.spec.mode is not Mode.VECTOR else None, "seeds": m.spec.seeds.value,
                  "adjacent_sessions": m.spec.sessions, "mentions": m.spec.mentions, "named": m.spec.named,
                  "dedup": m.spec.dedup, "threads": m.spec.threads, "phrases": m.spec.phrases, "runs": m.spec.runs,
-                 "mention_edges": m.spec.mention_edges, "entities": m.spec.entities}
+                 "mention_edges": m.spec.mention_edges, "entities": m.spec.entities,
+                 "entity_rank": m.spec.entity_rank, "scale_seeds": m.spec.scale_seeds, "twins": m.spec.twins}
         for m in methods
     }  # fmt: skip
     return {**extra, "methods": described}

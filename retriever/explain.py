@@ -283,7 +283,10 @@ def _cut(retriever: Retriever, question: str, spec: SearchSpec, trace: _Trace, n
     found = [h.note_id for h in trace.found]
     if note in found:
         made = _vector_cut(trace, trace.seed_budget, note)
-        return made if trace.seed_budget == spec.budget else (made[0], f"{made[1]} (the seeds left room for a run)")
+        if trace.seed_budget == spec.budget:
+            return made
+        why = "left room for a run" if spec.runs else f"kept to vector@{spec.budget.match}'s tokens (--scale-seeds)"
+        return made[0], f"{made[1]} (the seeds {why})"
     if note in trace.outcome:
         return _hop_cut(trace, spec, note)
     stage = next((r for r in trace.ranks if r.rank is not None and r.stage in ("fused chunks", "vector chunks")), None)

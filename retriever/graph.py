@@ -116,7 +116,7 @@ def read_graph(bundle: Path) -> tuple[NoteGraph, tuple[str, ...]]:
     deep, of the wrong shape, a pipe or a device in its place) is one notice, the database read and the cache
     written again, never a crash, a hang or another graph. A cold search on thellade spent ~0.2 s importing
     DuckDB and reading these rows; the cache reads in ~0.02 s."""
-    key = _graph_key(bundle)
+    key = graph_key(bundle)
     notices: tuple[str, ...] = ()
     if key:
         try:
@@ -132,7 +132,8 @@ def read_graph(bundle: Path) -> tuple[NoteGraph, tuple[str, ...]]:
     return graph, notices
 
 
-def _graph_key(bundle: Path) -> list[int | str] | None:
+def graph_key(bundle: Path) -> list[int | str] | None:
+    """What identifies the bundle's ``okf.duckdb`` as the graph was read from it (None: it cannot be read)."""
     import hashlib
 
     from vault2okf.protocol import DATABASE, SCHEMA_VERSION

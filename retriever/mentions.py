@@ -13,12 +13,17 @@ it would name half the vault.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import re
 import unicodedata
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
+from retriever.cachefile import CacheDamaged, read_cache, write_cache
 from retriever.graph import NoteGraph
 
 _WORD = re.compile(r"\w+")
@@ -104,6 +109,40 @@ class SessionMentions:
         """Sessions naming any of ``notes``, each once, in session order."""
         found = {s for note in notes for s in self.sessions_of.get(note, ())}
         return sorted(found, key=self.position.__getitem__)
+
+
+SESSION_MENTIONS_CACHE = "session-mentions.json"
+SESSION_MENTIONS_MAGIC = b"vault2okf session mentions 1\n"
+
+
+def load_session_mentions(path: Path, key: list[Any], limit: int) -> SessionMentions | None:
+    """The session mentions cached at ``path`` for ``key``; None when there are none, they are of another key, or
+    the file is not what ``save_session_mentions`` wrote (the caller builds them again and saves them over it)."""
+    try:
+        found = read_cache(path, SESSION_MENTIONS_MAGIC, limit)
+    except CacheDamaged:
+        return None
+    if found is None or found[0].get("key") != key:
+        return None
+    try:
+        data = json.loads(found[1].decode("utf-8"))
+        sessions_of, position = data["sessions_of"], data["position"]
+        if not (isinstance(sessions_of, dict) and isinstance(position, dict)):
+            return None
+        if not all(isinstance(v, list) and all(isinstance(s, str) for s in v) for v in sessions_of.values()):
+            return None
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in position.values()):
+            return None
+        return SessionMentions(sessions_of, position)
+    except (ValueError, TypeError, KeyError, RecursionError):
+        return None
+
+
+def save_session_mentions(path: Path, key: list[Any], mentions: SessionMentions) -> None:
+    """Cache ``mentions`` at ``path`` for ``key``; nothing when it cannot be written (read-only, full)."""
+    body = json.dumps({"sessions_of": mentions.sessions_of, "position": mentions.position}, ensure_ascii=False)
+    with contextlib.suppress(OSError, ValueError):
+        write_cache(path, SESSION_MENTIONS_MAGIC, {"key": key}, body.encode("utf-8"))
 
 
 @dataclass

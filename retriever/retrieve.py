@@ -19,15 +19,25 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from retriever.cachefile import size_limit
 from retriever.embed import Embedder
 from retriever.errors import RetrieverError, check_decodable
 from retriever.filters import NoteFilter
-from retriever.graph import GraphAnalytics, NoteGraph, load_analytics, read_graph
+from retriever.graph import GraphAnalytics, NoteGraph, graph_key, load_analytics, read_graph
 from retriever.memory import ChunkTable, ContextVectors, Lexical, SavedLexical, read_lexical
-from retriever.mentions import MentionGraph, NameIndex, SessionMentions, entity_queries
+from retriever.mentions import (
+    SESSION_MENTIONS_CACHE,
+    MentionGraph,
+    NameIndex,
+    SessionMentions,
+    entity_queries,
+    load_session_mentions,
+    save_session_mentions,
+)
 from retriever.rankers import RANKERS, HopInput, order, rrf
 from retriever.spec import (
     DEFAULT_RANKER,
@@ -169,7 +179,23 @@ class Retriever:
 
     @cached_property
     def session_mentions(self) -> SessionMentions:
-        return SessionMentions.build(self.graph, self.names, self._note_texts())
+        """Built from every session's text (about a second on a 1,000-note vault), then cached in the bundle's
+        state folder for this index and graph (``load_session_mentions``): runs are in the default search."""
+        key = self._mentions_key()
+        path = state_dir(self.bundle) / SESSION_MENTIONS_CACHE
+        if key is not None and (cached := load_session_mentions(path, key, size_limit(self.bundle))) is not None:
+            return cached
+        built = SessionMentions.build(self.graph, self.names, self._note_texts())
+        if key is not None and path.parent.is_dir():
+            save_session_mentions(path, key, built)
+        return built
+
+    def _mentions_key(self) -> list[Any] | None:
+        """What the session mentions are made from: the saved chunk table and the graph (None: not cacheable)."""
+        if self.table.stamp is None:
+            return None
+        graph = graph_key(self.bundle)
+        return None if graph is None else [1, self.table.stamp, len(self.table.ids), graph]
 
     @cached_property
     def session_threads(self) -> SessionThreads:
@@ -247,6 +273,8 @@ class Retriever:
             _ = self.parallel
         if spec.mode is not Mode.VECTOR and spec.mention_edges:
             _ = self.mention_graph
+        if spec.mode is not Mode.VECTOR and spec.entity_rank:
+            _ = self.session_named, self.lexical.notes
         if spec.entities:
             _ = self.names
 
@@ -292,10 +320,21 @@ class Retriever:
     def seed_budget(
         self, question: str, found: list[Hit], dense: list[ChunkHit], spec: SearchSpec, passing: Passing | None
     ) -> Budget:
-        """The budget the seeds keep to: ``spec.budget``, less a run's room with ``spec.runs`` (``seeds``)."""
-        if not spec.runs or spec.mode is Mode.VECTOR:
+        """The budget the seeds keep to: ``spec.budget``, less a run's room with ``spec.runs`` (``seeds``); with
+        ``spec.scale_seeds``, no more than the hop's (vector@match's tokens)."""
+        if spec.mode is Mode.VECTOR:
             return spec.budget
-        run = [n for n in self.run_of(question, found, passing) if n not in {h.note_id for h in found}]
+        budget = self._run_room(question, found, dense, spec, passing) if spec.runs else spec.budget
+        if spec.scale_seeds and spec.budget.match is not None:
+            cap = self.hop_budget(dense, spec).tokens
+            budget = budget if cap is None else budget.capped(cap)
+        return budget
+
+    def _run_room(
+        self, question: str, found: list[Hit], dense: list[ChunkHit], spec: SearchSpec, passing: Passing | None
+    ) -> Budget:
+        """``spec.budget`` less the room of a run between two of ``found``'s sessions (``seeds``)."""
+        run = [n for n in self.run_of(question, found, passing, spec) if n not in {h.note_id for h in found}]
         room = self.hop_budget(dense, spec)
         if not run or room.tokens is None:
             return spec.budget
@@ -304,10 +343,11 @@ class Retriever:
         notes = None if spec.budget.notes is None else max(spec.budget.notes - len(run), 1)
         return Budget(notes, tokens if spec.budget.tokens is None else min(tokens, spec.budget.tokens))
 
-    def run_of(self, question: str, found: Sequence[Hit], passing: Passing | None) -> list[str]:
+    def run_of(self, question: str, found: Sequence[Hit], passing: Passing | None, spec: SearchSpec) -> list[str]:
         """The sessions between two of ``found``'s sessions naming what both name (``threads.session_runs``)."""
         asked = {n for n in self.names.find(question) if self.graph.concepts[n].session_key is None}
-        run = session_runs(self.graph, self.session_named, [h.note_id for h in found], asked, self.parallel)
+        seeds = [h.note_id for h in found]
+        run = session_runs(self.graph, self.session_named, seeds, asked, self.parallel, adjacent=spec.twins)
         return [n for n in run if passing is None or n in passing.notes]
 
     def vector_stage(
@@ -430,7 +470,7 @@ class Retriever:
         thread = [n for n in thread if passing is None or n in passing.notes]
         runs: list[str] = []
         if spec.runs:
-            runs = [n for n in self.run_of(question, found or first, passing) if kept({n})]
+            runs = [n for n in self.run_of(question, found or first, passing, spec) if kept({n})]
         edges = {n for s in seeds for n in self.mention_graph.of(s)} if spec.mention_edges else set()
         return Offers(kept(neighbours), kept(sessions), kept(mentioned), kept(named), tuple(thread), tuple(runs),
                       kept(edges))  # fmt: skip
@@ -457,10 +497,31 @@ class Retriever:
             lambda: self.analytics,
         )  # fmt: skip
         scores = RANKERS[spec.ranker](inp, candidates)
+        if spec.entity_rank:
+            scores = self.with_entities(question, scores, spec.phrases)
         for note in offers.mentioned_only:  # an unlinked mention weighs less than a link
             scores[note] *= MENTION_WEIGHT
         lead = list(dict.fromkeys([*offers.thread, *offers.runs]))  # the thread, then the run, in session order
         return [*lead, *(n for n in order(scores) if n not in lead)], scores
+
+    def with_entities(self, question: str, scores: dict[str, float], phrases: bool) -> dict[str, float]:
+        """``scores`` plus a reciprocal-rank list of the candidates naming or linking one of the notes the question
+        names (``entity_rank``), most of them first, ties by BM25: a session names them (``session_named``),
+        another note links them. Added on the fused rankers' own scale (``rrf``: 1 / (RRF_K + rank))."""
+        asked = frozenset(n for n in self.names.find(question) if self.graph.concepts[n].session_key is None)
+        if not asked:
+            return scores
+        counts = {}
+        for note in scores:
+            concept = self.graph.concepts.get(note)
+            named = self.session_named.get(note, frozenset()) if concept and concept.session_key else None
+            count = len(asked & (named if named is not None else self.graph.neighbours.get(note, {}).keys()))
+            if count:
+                counts[note] = count
+        lexical = self.lexical.note_scores(question, phrases=phrases)
+        listed = sorted(counts, key=lambda n: (-counts[n], -lexical.get(n, 0.0), n))
+        bonus = rrf(listed)
+        return {n: s + bonus.get(n, 0.0) for n, s in scores.items()}
 
     def _reached_from(self, note: str, first: list[Hit], sessions: bool) -> str | None:
         """The best-ranked seed that links ``note`` (either way) or is its adjacent session; None for a note the

@@ -24,6 +24,7 @@ RANKER_NAMES = (
 )  # fmt: skip
 RankerName = StrEnum("RankerName", {name: name for name in RANKER_NAMES})  # type: ignore[misc]  # for option parsing
 GRAPH_SEEDS = 5
+SCALE_REFERENCE = 15  # with ``scale_seeds``, k seeds at vector@15's budget: k * K / 15 at vector@K's
 DEFAULT_RANKER = "lex-dense"  # the default search's hop ranker: chosen blind, see DEFAULT_SPEC
 
 
@@ -85,10 +86,15 @@ class SearchSpec:
     stage finds its k among them (dense and BM25 alike), the hop offers only them; the budget is the same.
     Issue 37's options (off by default): ``runs`` first offers, in session order, the sessions between two seed
     sessions of one series that name a note both of them name (the run's people, places, objects) or one the
-    question names; ``mention_edges`` makes an unlinked mention (a note naming another by title or alias) a hop
-    edge both ways, its candidates' scores halved below the links'; ``entities`` searches the question's named notes,
-    capitalised names and quoted phrases on their own (dense and BM25, hybrid seeds) and fuses them in. Strings
-    are accepted for the enums; a value outside their sets, or an unknown ranker, is a ``RetrieverError``.
+    question names; ``twins`` (with ``runs``) makes two adjacent seed sessions a run too, so their tellings in a
+    parallel series (a player's notes and the GM's recaps) are offered; ``mention_edges`` makes an unlinked mention
+    (a note naming another by title or alias) a hop edge both ways, its candidates' scores halved below the links';
+    ``entities`` searches the question's named notes, capitalised names and quoted phrases on their own (dense and
+    BM25, hybrid seeds) and fuses them in; ``entity_rank`` ranks the hop's candidates by how many of the notes the
+    question names each names or links too (one more reciprocal-rank list added to the ranker's); ``scale_seeds``
+    scales the seeds with a budget matched to vector@K: ``k * K / SCALE_REFERENCE`` of them (at least 1), kept to
+    vector@K's tokens like the hop. Strings are accepted for the enums; a value outside their sets, or an unknown
+    ranker, is a ``RetrieverError``.
     """
 
     mode: Mode = Mode.UNION
@@ -106,6 +112,9 @@ class SearchSpec:
     runs: bool = False
     mention_edges: bool = False
     entities: bool = False
+    entity_rank: bool = False
+    scale_seeds: bool = False
+    twins: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mode", _member(Mode, self.mode, "mode"))
@@ -120,8 +129,13 @@ class SearchSpec:
 
     @property
     def vector_k(self) -> int:
-        """Chunks the vector stage takes: ``k``, or the graph walk's fixed seeds."""
-        return GRAPH_SEEDS if self.mode is Mode.GRAPH else self.k
+        """Chunks the vector stage takes: ``k``, or the graph walk's fixed seeds; with ``scale_seeds`` and a budget
+        matched to vector@K, ``k * K / SCALE_REFERENCE`` (rounded, at least 1)."""
+        if self.mode is Mode.GRAPH:
+            return GRAPH_SEEDS
+        if self.scale_seeds and self.mode is Mode.UNION and self.budget.match is not None:
+            return max(1, round(self.k * self.budget.match / SCALE_REFERENCE))
+        return self.k
 
 
 def _member(enum: type[StrEnum], value: object, what: str) -> Any:
@@ -132,11 +146,15 @@ def _member(enum: type[StrEnum], value: object, what: str) -> Any:
 
 
 DEFAULT_SPEC = SearchSpec(
-    Mode.UNION, 10, Seeds.HYBRID, DEFAULT_RANKER, True, Budget(notes=15, tokens=6000, match=15),
-    dedup=True, phrases=True,
+    Mode.UNION, 10, Seeds.HYBRID, DEFAULT_RANKER, True, Budget(notes=None, tokens=6000, match=15),
+    dedup=True, phrases=True, runs=True, scale_seeds=True, twins=True,
 )  # fmt: skip
 """What ``search``, ``ask``, ``chat`` and the tools do with no options: chosen blind, leave one vault out, by
-``scripts/select_default.py`` (reports/ranker-selection.md). The hop never spends more than vector@15 would."""
+``scripts/select_default.py`` (reports/ranker-selection.md: the ranker, hybrid seeds, dedup, phrases) and by
+``scripts/select_frontier.py`` at budgets matched to vector@5, @10 and @15 (reports/frontier-selection.md: runs,
+twins, scale_seeds, and no note cap: the context is capped in tokens). Neither the seeds nor the hop
+spend more than vector@15 would on the question; with ``--match-vector K`` no more than vector@K, from
+``10 * K / 15`` seeds."""
 
 
 @dataclass(frozen=True)

@@ -143,9 +143,11 @@ def session_runs(
     seeds: Iterable[str],
     asked: Iterable[str] = (),
     parallel: Mapping[str, frozenset[str]] | None = None,
+    adjacent: bool = False,
 ) -> list[str]:
     """The sessions between two seed sessions of one timeline (consecutive among the seeds' sessions, at most
-    ``RUN_GAP`` apart) that name a note both ends name, or one the question names (``asked``): the run's people,
+    ``RUN_GAP`` apart; with ``adjacent``, next to each other too: a run of two, whose tellings in a parallel
+    series are offered) that name a note both ends name, or one the question names (``asked``): the run's people,
     places and objects; the ``RUN_MAX`` naming most of them, in session order (``SearchSpec.runs``). A timeline is a
     series (the session notes of one folder) and the series ``parallel`` to it (``parallel_series``): sessions are
     placed by session key across them, so a player's notes and the GM's recaps of the same sessions are both
@@ -171,7 +173,7 @@ def session_runs(
         place = {key: i for i, key in enumerate(keys)}
         ends = sorted({place[graph.concepts[s].session_key] for s in ends_of})  # type: ignore[index]
         for a, b in zip(ends, ends[1:], strict=False):
-            if not 1 < b - a <= RUN_GAP:
+            if not (0 if adjacent else 1) < b - a <= RUN_GAP:
                 continue
             left = frozenset().union(*(named_in.get(s, frozenset()) for s in at[keys[a]]))
             right = frozenset().union(*(named_in.get(s, frozenset()) for s in at[keys[b]]))

@@ -67,8 +67,10 @@ def render(scores: dict[str, Any], names: list[str], load: str) -> str:
         "(`Budget(notes=15, tokens=6000, match=k)`, k = 5, 10, 15), against `vector@k`. Its **margin** at a budget is "
         "its worst tier gain in recall (synthesis, temporal, and lookup when a loss); the pick maximises the worst "
         "margin over vaults x budgets, among candidates that spend no more tokens on average than vector@k at every "
-        "budget on every vault; when none does, the budgets are @15 alone (the seeds alone, k=10 notes, spend more "
-        "than vector@5 and vector@10: the hop's cap does not cut them).",
+        "budget on every vault; when none does, the budgets are @15 alone (without `scale_seeds` the seeds alone, "
+        "k=10 notes, spend more than vector@5 and vector@10: the hop's cap does not cut them). Names are changes to "
+        "the default the scores were measured with (`DEFAULT_SPEC`): `+flag` on, `+no_flag` off, `notes=N` a note "
+        "cap (0: none).",
         "",
         "## Recall against tokens, per vault",
         "",

@@ -71,12 +71,13 @@ def test_index_search_ask_eval(bundle: Path, tmp_path: Path) -> None:
     hits = json.loads(
         run("search", bundle, "Who is the kame at the kabuki theatre?", "--mode", "union", "--k", "5", "--json")
     )
-    assert hits["mode"] == "union" and hits["notes"] == len(hits["hits"]) <= 15
+    assert hits["mode"] == "union" and hits["notes"] == len(hits["hits"]) > 0
+    assert sum(h["tokens"] for h in hits["hits"]) <= 6000  # the default caps tokens, not notes
     assert {"note_id", "title", "vault_path", "doc_path", "score", "via", "tokens"} <= set(hits["hits"][0])
     assert {h["via"] for h in hits["hits"]} <= {"vector", "hop"}
     capped = runner.invoke(app, ["search", str(bundle), "Who is the kame at the kabuki theatre?", "--max-tokens", "1"])
     assert capped.exit_code == 0 and "0 notes, 0 tokens" in capped.stdout
-    assert "note: no retrieved note fits the context budget (--max-notes 15, --max-tokens 1)" in capped.stderr
+    assert "note: no retrieved note fits the context budget (--max-tokens 1)" in capped.stderr  # no note cap
 
     options = ("--llm", "llama", "--k", "3", "--max-notes", "4", "--answer-tokens", "32", "--json")
     answer = json.loads(run("ask", bundle, "Who is Raiden?", *options))

@@ -97,7 +97,8 @@ def test_a_note_too_big_for_the_tokens_left(retriever: Retriever) -> None:
 
 def test_a_hop_note_past_vector_at_k_tokens(retriever: Retriever) -> None:
     hop = next(h for h in retriever.search(QUESTION, DEFAULT_SPEC).hits if h.via is Via.HOP)
-    spec = replace(DEFAULT_SPEC, budget=replace(DEFAULT_SPEC.budget, match=1))  # the hop may spend vector@1's
+    # the hop may spend vector@1's tokens; the seeds stay 10 and unbounded by it (scale_seeds off)
+    spec = replace(DEFAULT_SPEC, scale_seeds=False, budget=replace(DEFAULT_SPEC.budget, match=1))
     made = explain(retriever, QUESTION, spec, hop.note_id)
     assert made.cut is Cut.BUDGET and "vector@1's" in made.why
     assert made.settings[0].option.startswith("--match-vector")

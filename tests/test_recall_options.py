@@ -1,4 +1,5 @@
-"""Issue 37's search options, each off by default: session runs (the sessions between two retrieved sessions of
+"""Issue 37's search options (runs, twins and scale_seeds on in the default search since the frontier selection,
+the others off): session runs (the sessions between two retrieved sessions of
 a campaign that name what both name, and the same sessions told in another series), unlinked mentions as hop
 edges both ways (weighed below links), and the question's entities searched on their own. The rules on small
 graphs, then each option in a real search of the shared children-of-ash bundle (the session fixture)."""
@@ -107,14 +108,17 @@ QUESTIONS = (
 )
 
 
-def test_each_option_runs_within_the_budget_and_is_off_by_default(retriever: Retriever) -> None:
-    assert not (DEFAULT_SPEC.runs or DEFAULT_SPEC.mention_edges or DEFAULT_SPEC.entities)
-    for flags in ({"runs": True}, {"mention_edges": True}, {"entities": True}):
+def test_each_option_runs_within_the_budget(retriever: Retriever) -> None:
+    # the frontier selection (reports/frontier-selection.md) turned runs, twins and scale_seeds on
+    assert DEFAULT_SPEC.runs and DEFAULT_SPEC.twins and DEFAULT_SPEC.scale_seeds
+    assert not (DEFAULT_SPEC.mention_edges or DEFAULT_SPEC.entities or DEFAULT_SPEC.entity_rank)
+    tried = ({"runs": False}, {"twins": False}, {"mention_edges": True}, {"entities": True}, {"entity_rank": True})
+    for flags in tried:
         spec = replace(DEFAULT_SPEC, **flags)
         retriever.prepare(spec)
         for question in QUESTIONS:
             got = retriever.search(question, spec)
-            assert got.hits and len(got.hits) <= 15 and len({h.note_id for h in got.hits}) == len(got.hits)
+            assert got.hits and len({h.note_id for h in got.hits}) == len(got.hits)
             plain = retriever.search(question, replace(spec, budget=replace(spec.budget, match=None)))
             assert got.tokens <= max(plain.tokens, 6000)
 
@@ -154,3 +158,84 @@ def test_entities_change_the_seeds_only_through_the_named_things(retriever: Retr
     assert any("Tezha" in n for n in with_entities[:3]), with_entities  # Crackshot is Tezha Olai's callsign
     assert retriever.search("what happened?", spec).hits == retriever.search("what happened?", DEFAULT_SPEC).hits
     assert isinstance(spec, SearchSpec)
+
+
+def test_entity_rank_adds_a_rank_list_of_the_candidates_naming_what_the_question_names(retriever: Retriever) -> None:
+    from retriever.rankers import RRF_K
+
+    plain = replace(DEFAULT_SPEC, entity_rank=False)
+    retriever.prepare(replace(plain, entity_rank=True))
+    for question in (*QUESTIONS, "Who is Dmitri Solis?", "What is Cinderknife's grudge against Ashfall?"):
+        asked = {n for n in retriever.names.find(question) if retriever.graph.concepts[n].session_key is None}
+        first = [h for h in retriever.search(question, plain).hits if str(h.via) == "vector"]
+        qvec = retriever.embed(question)
+        _, before = retriever.hop_order(question, qvec, first, plain, None)
+        _, after = retriever.hop_order(question, qvec, first, replace(plain, entity_rank=True), None)
+        assert set(before) == set(after)  # it ranks the same candidates, it offers none
+        raised = {n: after[n] - before[n] for n in before if after[n] > before[n] + 1e-12}
+        if raised:
+            break
+    else:
+        pytest.fail("no question's hop candidates name or link what it names")
+    for note, bonus in raised.items():
+        concept = retriever.graph.concepts[note]
+        named = (
+            retriever.session_named.get(note, frozenset())
+            if concept.session_key
+            else set(retriever.graph.neighbours.get(note, {}))
+        )
+        assert asked & named and bonus <= 1 / (RRF_K + 1) + 1e-12
+    assert all(after[n] == pytest.approx(before[n]) for n in before if n not in raised)
+    unnamed = "what happened?"  # names nothing: the scores are the ranker's
+    assert (
+        retriever.hop_order(unnamed, qvec, first, replace(plain, entity_rank=True), None)[1]
+        == (retriever.hop_order(unnamed, qvec, first, plain, None)[1])
+    )
+
+
+def test_scale_seeds_scales_the_seeds_with_the_matched_budget_and_keeps_them_to_it(retriever: Retriever) -> None:
+    plain = replace(DEFAULT_SPEC, scale_seeds=False, runs=False, budget=replace(DEFAULT_SPEC.budget, match=5))
+    assert DEFAULT_SPEC.budget.notes is None  # the default caps tokens, not notes
+    scaled = replace(plain, scale_seeds=True)
+    assert (plain.vector_k, scaled.vector_k) == (10, 3)  # 10 seeds at vector@15's budget: 10 * 5 / 15 at vector@5's
+    assert replace(scaled, budget=replace(scaled.budget, match=15)).vector_k == 10
+    assert replace(scaled, budget=replace(scaled.budget, match=None)).vector_k == 10  # no matched budget: k
+    vector = SearchSpec("vector", 5)
+    over = 0
+    for question in QUESTIONS:
+        cap = retriever.search(question, vector).tokens
+        got = retriever.search(question, scaled)
+        assert got.tokens <= cap and sum(str(h.via) == "vector" for h in got.hits) <= 3
+        over += retriever.search(question, plain).tokens > cap
+    assert over, "without the option the seeds spend more than vector@5 on no question"
+
+
+def test_twins_make_two_adjacent_sessions_a_run_told_in_the_other_series() -> None:
+    adjacent = ["Notes/Session 2", "Notes/Session 3"]
+    assert session_runs(_campaign(), NAMED, adjacent, parallel=TWINS) == []  # nothing lies between them
+    assert session_runs(_campaign(), NAMED, adjacent, parallel=TWINS, adjacent=True) == [
+        "Recaps/Session 2", "Recaps/Session 3"]  # fmt: skip
+    assert session_runs(_campaign(), NAMED, adjacent, adjacent=True) == []  # one series: no other telling
+
+
+def test_the_session_mentions_are_cached_for_the_index_and_the_graph(
+    coa_bundle: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from retriever.mentions import SESSION_MENTIONS_CACHE, SessionMentions, load_session_mentions
+    from vault2okf.protocol import state_dir
+
+    path = state_dir(coa_bundle) / SESSION_MENTIONS_CACHE
+    path.unlink(missing_ok=True)
+    built = Retriever.open(coa_bundle).session_mentions  # runs are in the default search: every search needs them
+    assert path.is_file() and built.sessions_of
+    monkeypatch.setattr(SessionMentions, "build", classmethod(lambda *_: pytest.fail("built again, not read")))
+    opened = Retriever.open(coa_bundle)
+    assert opened.session_mentions == built
+    key = opened._mentions_key()
+    assert load_session_mentions(path, key, 1 << 30) == built
+    assert load_session_mentions(path, ["another index"], 1 << 30) is None
+    monkeypatch.undo()
+    path.write_bytes(path.read_bytes()[:-3])  # damaged: built again and written over
+    assert load_session_mentions(path, key, 1 << 30) is None
+    assert Retriever.open(coa_bundle).session_mentions == built
+    assert load_session_mentions(path, key, 1 << 30) == built

@@ -107,6 +107,12 @@ def search_options(command: Callable[..., None]) -> Callable[..., None]:
             rich_help_panel=EXPERIMENTS, help="A note naming another without a link is a hop edge (below links).")),
         ("entities", bool, typer.Option(D.entities, "--entities/--no-entities", rich_help_panel=EXPERIMENTS,
             help="Search the question's names and quoted phrases on their own too, fused (hybrid seeds).")),
+        ("entity_rank", bool, typer.Option(D.entity_rank, "--entity-rank/--no-entity-rank",
+            rich_help_panel=EXPERIMENTS, help="The hop ranks first the notes naming what the question names.")),
+        ("scale_seeds", bool, typer.Option(D.scale_seeds, "--scale-seeds/--no-scale-seeds",
+            rich_help_panel=EXPERIMENTS, help="With --match-vector K: k*K/15 seeds, kept to vector@K's tokens.")),
+        ("twins", bool, typer.Option(D.twins, "--twins/--no-twins", rich_help_panel=EXPERIMENTS,
+            help="With --runs: two adjacent retrieved sessions are a run too (their tellings in another series).")),
     )  # fmt: skip
 
     def spec(values: dict[str, Any]) -> SearchSpec:

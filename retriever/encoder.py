@@ -207,6 +207,10 @@ class OnnxEmbedder:
             out[rows] = self.encoder.embed_ids([ids[i] for i in rows])
         return out
 
+    def token_counts(self, texts: Sequence[str]) -> list[int]:
+        """Each text's tokens, as `embed_documents` runs it: `ChunkStore.sync` orders the chunks by them."""
+        return [len(row) for row in self.encoder.token_ids(texts)]
+
     def embed_query(self, text: str) -> np.ndarray:
         return self.encoder.embed(text)
 

@@ -155,6 +155,20 @@ def test_batched_documents_come_back_in_input_order(bundle: Path) -> None:
     assert _cosines(embedder.embed_documents(texts), alone).min() >= 0.9999
 
 
+def test_the_store_orders_chunks_by_the_embedders_token_counts(bundle: Path) -> None:
+    from retriever.chunk import Chunk
+    from retriever.store import _by_length
+
+    embedder, _ = index_embedder(bundle, "minilm")
+    texts = ["lighthouselighthouselighthouse", "a b c d e f g", "cape"]  # characters 30, 13, 4; tokens 5, 9, 3
+    chunks = [Chunk(f"c{i}", "n", "t", (), text, "", 0) for i, text in enumerate(texts)]
+    counts = embedder.token_counts(texts)  # type: ignore[attr-defined]
+    assert counts[2] < counts[0] < counts[1]
+    assert [c.text for c in _by_length(chunks, embedder)] == [texts[2], texts[0], texts[1]]
+    flag = get_embedder("minilm")  # no token counts: by characters, as before
+    assert [c.text for c in _by_length(chunks, flag)] == [texts[2], texts[1], texts[0]]
+
+
 def test_int8_is_asked_for_and_a_change_of_precision_embeds_everything_again(bundle: Path, tmp_path: Path) -> None:
     copy = Path(shutil.copytree(bundle, tmp_path / "bundle"))
     texts, fp32 = _stored(copy)

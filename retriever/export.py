@@ -68,11 +68,11 @@ def export_encoder(
     fingerprint: str,
     precision: Precision = Precision.FP32,
     *,
-    fusion: bool = True,
+    fusion: bool = False,
 ) -> Path:
     """Export ``embedder`` (a `FlagEmbedder`) to ``BUNDLE/.vault2okf/encoder``, replacing what is there: at fp32
-    fused (`fuse`; ``fusion=False``: the graph as traced, which the bench compares it with), at int8 only the
-    quantised network (`quantize`)."""
+    the graph as traced (``fusion=True``: `fuse`, which bench/embedder_cost.py measures against it; not what
+    `index` writes), at int8 only the quantised network (`quantize`)."""
     flag: Any = getattr(embedder, "model", None)
     network, pooling = _network(flag)
     tokenizer = getattr(flag, "tokenizer", None)
@@ -113,9 +113,11 @@ def fuse(folder: Path, heads: int, hidden: int, pooling: Pooling, probe: Probe) 
     onnxruntime's transformer fusion of it (`onnxruntime.transformers.optimizer`, BERT's recipe: XLM-RoBERTa and
     MiniLM are BERT-shaped): each layer's attention one ``Attention`` operator over one packed QKV product with the
     padding mask, the bias and GELU one ``BiasGelu`` (exact erf), each residual and LayerNorm one
-    ``SkipLayerNormalization``. The arithmetic is the same; fewer, larger kernels and no padded-key softmax
-    work: 1.2-1.9x the traced graph's chunks/s at BGE-M3's width (reports/bench-embedder-cost.txt). Done once,
-    when `index` writes the encoder; a search loads the fused file as it is.
+    ``SkipLayerNormalization``. The same vectors (cosine >= 0.9999). Not what `index` writes: measured beside the
+    traced graph on thellade's chunks (reports/bench-embedder-cost.txt) it was slower on MiniLM (0.68x the traced
+    graph's chunks/s; onnxruntime already fuses GELU and LayerNorm itself at load), and on the BGE-M3-size stand-in
+    the optimiser held the graph several times over: 17 GiB peak RSS for the export (against 5 GiB). Kept for the
+    bench and for a model where it pays.
 
     Kept only when every layer's attention fused and the fused network's pooled vectors on ``probe`` (a padded
     batch) have cosine >= FUSED_COSINE to the traced network's; otherwise (or when the optimiser fails) the traced

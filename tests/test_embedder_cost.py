@@ -1,6 +1,6 @@
 """Issue 38: `index` embeds documents through the ONNX export (onnxruntime) on a CPU, at fp32 (FlagEmbedding's
-vectors, through onnxruntime's fused transformer graph) or, asked for, int8, in batches of like token counts; a
-BGE-M3 checkpoint goes through the same path; `index` says how long it has left.
+vectors; onnxruntime's fused transformer graph gives the same ones, but is not the default) or, asked for, int8,
+in batches of like token counts; a BGE-M3 checkpoint goes through the same path; `index` says how long it has left.
 
 A BGE-M3 checkpoint here is a tiny random one with BGE-M3's vocabulary and heads (bench/embedder_cost.py's
 stand-in at 2 layers x 64): what it checks is the code path (FlagEmbedding's BGE-M3 class, CLS pooling, 1,024
@@ -87,10 +87,8 @@ def test_index_embeds_through_the_onnx_export_with_flagembeddings_vectors(bundle
     embedder, notice = index_embedder(bundle, "minilm")
     assert notice is None and isinstance(embedder, OnnxEmbedder)
     settings = read_settings(encoder_dir(bundle))
-    assert settings is not None and settings.fused  # the fused graph: one Attention a layer, no Softmax left
-    assert {"Attention", "SkipLayerNormalization", "BiasGelu"} <= _ops(encoder_dir(bundle)) and "Softmax" not in _ops(
-        encoder_dir(bundle)
-    )
+    assert settings is not None and not settings.fused  # the graph as traced: fusion measured slower on MiniLM
+    assert "Attention" not in _ops(encoder_dir(bundle))
     texts, vectors = _stored(bundle)
     assert len(texts) >= 5
     assert _cosines(vectors, minilm.embed_documents(texts)).min() >= 0.9999
@@ -111,7 +109,7 @@ def test_a_bge_m3_checkpoint_indexes_through_its_export(m3_folder: Path, tmp_pat
     assert result.notices == () and result.added == result.chunks
     settings = json.loads((encoder_dir(copy) / SETTINGS_FILE).read_text("utf-8"))
     assert (settings["pooling"], settings["max_length"], settings["precision"], settings["fused"]) == (
-        "cls", 1024, "fp32", True,
+        "cls", 1024, "fp32", False,
     )  # fmt: skip
     texts, vectors = _stored(copy)
     assert _cosines(vectors, flag.embed_documents(texts)).min() >= 0.9999  # the export's vectors are torch's
@@ -132,7 +130,7 @@ def test_a_fusion_that_changes_the_vectors_is_not_kept(
     minilm: FlagEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr("retriever.export.FUSED_COSINE", 1.01)  # no fused vector can pass: the traced graph stays
-    folder = export_encoder(tmp_path / "bundle", minilm, "fingerprint")
+    folder = export_encoder(tmp_path / "bundle", minilm, "fingerprint", fusion=True)
     settings = read_settings(folder)
     assert settings is not None and not settings.fused
     assert "Softmax" in _ops(folder) and "Attention" not in _ops(folder)

@@ -113,11 +113,11 @@ def fuse(folder: Path, heads: int, hidden: int, pooling: Pooling, probe: Probe) 
     onnxruntime's transformer fusion of it (`onnxruntime.transformers.optimizer`, BERT's recipe: XLM-RoBERTa and
     MiniLM are BERT-shaped): each layer's attention one ``Attention`` operator over one packed QKV product with the
     padding mask, the bias and GELU one ``BiasGelu`` (exact erf), each residual and LayerNorm one
-    ``SkipLayerNormalization``. The same vectors (cosine >= 0.9999). Not what `index` writes: measured beside the
-    traced graph on thellade's chunks (reports/bench-embedder-cost.txt) it was slower on MiniLM (0.68x the traced
-    graph's chunks/s; onnxruntime already fuses GELU and LayerNorm itself at load), and on the BGE-M3-size stand-in
-    the optimiser held the graph several times over: 17 GiB peak RSS for the export (against 5 GiB). Kept for the
-    bench and for a model where it pays.
+    ``SkipLayerNormalization``. The same vectors (cosine >= 0.9999). Measured beside the traced graph on thellade's
+    chunks (reports/bench-embedder-cost.txt, one run at load 5-6): 1.88x its chunks/s at BGE-M3's size, within
+    noise on MiniLM (0.68x and 1.07x in two runs at load 8-10). Not what `index` writes yet: on the BGE-M3-size
+    stand-in writing it took 18.9 GiB peak RSS (the optimiser holds the graph several times over, beside torch's
+    model), against 5.6 GiB for the traced export.
 
     Kept only when every layer's attention fused and the fused network's pooled vectors on ``probe`` (a padded
     batch) have cosine >= FUSED_COSINE to the traced network's; otherwise (or when the optimiser fails) the traced

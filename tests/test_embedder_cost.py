@@ -1,5 +1,6 @@
 """Issue 38: `index` embeds documents through the ONNX export (onnxruntime) on a CPU, at fp32 (FlagEmbedding's
-vectors) or, asked for, int8; a BGE-M3 checkpoint goes through the same path; `index` says how long it has left.
+vectors; onnxruntime's fused transformer graph gives the same ones, but is not the default) or, asked for, int8,
+in batches of like token counts; a BGE-M3 checkpoint goes through the same path; `index` says how long it has left.
 
 A BGE-M3 checkpoint here is a tiny random one with BGE-M3's vocabulary and heads (bench/embedder_cost.py's
 stand-in at 2 layers x 64): what it checks is the code path (FlagEmbedding's BGE-M3 class, CLS pooling, 1,024
@@ -18,8 +19,18 @@ import pytest
 from bundle_checks import indexed_bundle
 
 from retriever.embed import FlagEmbedder, _is_m3, get_embedder
-from retriever.encoder import INT8_MODEL_FILE, MODEL_FILE, SETTINGS_FILE, OnnxEmbedder, Precision, encoder_dir
-from retriever.export import index_embedder
+from retriever.encoder import (
+    INT8_MODEL_FILE,
+    MODEL_FILE,
+    SETTINGS_FILE,
+    OnnxEmbedder,
+    OnnxEncoder,
+    Precision,
+    encoder_dir,
+    read_settings,
+    token_batches,
+)
+from retriever.export import export_encoder, index_embedder
 from retriever.index import index_bundle, open_table
 from retriever.store import Eta
 
@@ -66,9 +77,18 @@ def _stored(bundle: Path) -> tuple[list[str], np.ndarray]:
     return list(table.texts), np.asarray(table.vectors)
 
 
+def _ops(folder: Path) -> set[str]:
+    import onnx
+
+    return {node.op_type for node in onnx.load(str(folder / MODEL_FILE), load_external_data=False).graph.node}
+
+
 def test_index_embeds_through_the_onnx_export_with_flagembeddings_vectors(bundle: Path, minilm: FlagEmbedder) -> None:
     embedder, notice = index_embedder(bundle, "minilm")
     assert notice is None and isinstance(embedder, OnnxEmbedder)
+    settings = read_settings(encoder_dir(bundle))
+    assert settings is not None and not settings.fused  # the graph as traced: fusion measured slower on MiniLM
+    assert "Attention" not in _ops(encoder_dir(bundle))
     texts, vectors = _stored(bundle)
     assert len(texts) >= 5
     assert _cosines(vectors, minilm.embed_documents(texts)).min() >= 0.9999
@@ -88,9 +108,63 @@ def test_a_bge_m3_checkpoint_indexes_through_its_export(m3_folder: Path, tmp_pat
     result = index_bundle(copy, embedder_name=str(m3_folder), progress=False)
     assert result.notices == () and result.added == result.chunks
     settings = json.loads((encoder_dir(copy) / SETTINGS_FILE).read_text("utf-8"))
-    assert (settings["pooling"], settings["max_length"], settings["precision"]) == ("cls", 1024, "fp32")
+    assert (settings["pooling"], settings["max_length"], settings["precision"], settings["fused"]) == (
+        "cls", 1024, "fp32", False,
+    )  # fmt: skip
     texts, vectors = _stored(copy)
     assert _cosines(vectors, flag.embed_documents(texts)).min() >= 0.9999  # the export's vectors are torch's
+
+
+def test_the_fused_graph_gives_the_traced_graphs_vectors(minilm: FlagEmbedder, tmp_path: Path) -> None:
+    texts = [*NOTES.values(), "a", "Who keeps the lighthouse on the cape?", " "]
+    vectors = {}
+    for fusion in (True, False):
+        folder = export_encoder(tmp_path / f"fusion-{fusion}", minilm, "fingerprint", fusion=fusion)
+        settings = read_settings(folder)
+        assert settings is not None and settings.fused is fusion
+        vectors[fusion] = OnnxEmbedder("minilm", "minilm", OnnxEncoder(folder, settings)).embed_documents(texts)
+    assert _cosines(vectors[True], vectors[False]).min() >= 0.9999
+
+
+def test_a_fusion_that_changes_the_vectors_is_not_kept(
+    minilm: FlagEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("retriever.export.FUSED_COSINE", 1.01)  # no fused vector can pass: the traced graph stays
+    folder = export_encoder(tmp_path / "bundle", minilm, "fingerprint", fusion=True)
+    settings = read_settings(folder)
+    assert settings is not None and not settings.fused
+    assert "Softmax" in _ops(folder) and "Attention" not in _ops(folder)
+    assert {p.name for p in folder.iterdir()} == {MODEL_FILE, "tokenizer.json", SETTINGS_FILE}
+
+
+def test_documents_are_batched_by_token_count_within_a_token_budget() -> None:
+    lengths = [5, 300, 3, 100, 1000, 4]
+    assert token_batches(lengths, 3, 400) == [[2, 5, 0], [3], [1], [4]]  # at most 3; 2 x 300 > 400; 1000 alone
+    assert token_batches(lengths, 32, 10_000) == [[2, 5, 0, 3, 1, 4]]
+    assert token_batches([], 4, 100) == []
+
+
+def test_batched_documents_come_back_in_input_order(bundle: Path) -> None:
+    embedder, _ = index_embedder(bundle, "minilm")
+    assert isinstance(embedder, OnnxEmbedder)
+    texts = ["a long text about the lighthouse keeper and her lamp oil, " * 4, "short", "Greywater's bell"]
+    alone = np.stack([embedder.embed_query(t) for t in texts])
+    embedder.batch_size = 2
+    assert _cosines(embedder.embed_documents(texts), alone).min() >= 0.9999
+
+
+def test_the_store_orders_chunks_by_the_embedders_token_counts(bundle: Path) -> None:
+    from retriever.chunk import Chunk
+    from retriever.store import _by_length
+
+    embedder, _ = index_embedder(bundle, "minilm")
+    texts = ["lighthouselighthouselighthouse", "a b c d e f g", "cape"]  # characters 30, 13, 4; tokens 5, 9, 3
+    chunks = [Chunk(f"c{i}", "n", "t", (), text, "", 0) for i, text in enumerate(texts)]
+    counts = embedder.token_counts(texts)  # type: ignore[attr-defined]
+    assert counts[2] < counts[0] < counts[1]
+    assert [c.text for c in _by_length(chunks, embedder)] == [texts[2], texts[0], texts[1]]
+    flag = get_embedder("minilm")  # no token counts: by characters, as before
+    assert [c.text for c in _by_length(chunks, flag)] == [texts[2], texts[1], texts[0]]
 
 
 def test_int8_is_asked_for_and_a_change_of_precision_embeds_everything_again(bundle: Path, tmp_path: Path) -> None:

@@ -9,6 +9,8 @@ import os
 import re
 import signal
 import socket
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -71,16 +73,40 @@ def test_through_the_server_no_model_loads(server: Server, coa_bundle: Path) -> 
         assert "onnxruntime" not in through and "onnxruntime" in alone
 
 
-def _importtime(*args: str) -> str:
-    import subprocess
-    import sys
+HEAVY = ("pydantic", "numpy", "torch", "chromadb", "duckdb", "onnxruntime")
 
+
+def _imported(importtime: str, module: str) -> bool:
+    return re.search(rf"\|\s+{re.escape(module)}(\.\S+)?$", importtime, re.M) is not None
+
+
+def test_a_plain_search_reaches_the_server_before_typer_parses_it(server: Server, coa_bundle: Path) -> None:
+    """`search B Q [--json]` goes to the server before typer converts the parameters (pydantic) and imports none of
+    numpy, torch, chromadb or duckdb; the typed form (any option: here the default --k) gives the same result."""
+    from retriever.spec import DEFAULT_SPEC
+
+    for options in (["--json"], []):
+        plain = _run_importtime("search", str(coa_bundle), QUESTION, *options)
+        typed = _run_importtime("search", str(coa_bundle), QUESTION, *options, "--k", str(DEFAULT_SPEC.k))
+        assert [m for m in HEAVY if _imported(plain.stderr, m)] == []
+        assert _imported(typed.stderr, "pydantic") and not _imported(typed.stderr, "onnxruntime")  # typer, served
+        if options:
+            assert without_timings(json.loads(plain.stdout)) == without_timings(json.loads(typed.stdout))
+        else:
+            assert MS.sub("", plain.stdout) == MS.sub("", typed.stdout)
+
+
+def _importtime(*args: str) -> str:
+    return _run_importtime(*args).stderr
+
+
+def _run_importtime(*args: str) -> subprocess.CompletedProcess[str]:
     from serve_checks import ENV, ROOT
 
     done = subprocess.run([sys.executable, "-X", "importtime", "-m", "vault2okf", *args], capture_output=True,
                           text=True, env=ENV, cwd=ROOT, timeout=600)  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
-    return done.stderr
+    return done
 
 
 def test_a_stale_address_is_ignored(coa_bundle: Path, tmp_path: Path) -> None:

@@ -462,10 +462,41 @@ def serve(library: Library, spec: ServeSpec, *, on_ready: Callable[[str], None],
     server = uvicorn.Server(config)
     served = {s.bundle: s for s in library.bundles.values()}
     address = Address(spec.host, port, os.getpid(), spec.answer.to_json(), getattr(service.answerer, "notice", None))
-    written = [b for b, s in served.items() if write_address(b, address, spec.token, s.current().generation, s.name)]
-    on_ready(base_url)
+    written: list[Any] = []
+
+    def announce() -> None:  # once the server answers: warm its HTTP path, then tell clients and the terminal
+        while not server.started:
+            if server.should_exit:
+                return
+            time.sleep(0.01)
+        warm_up(sock, spec.token)
+        written.extend(b for b, s in served.items() if write_address(b, address, spec.token, s.current().generation,
+                                                                      s.name))  # fmt: skip
+        on_ready(base_url)
+
+    threading.Thread(target=announce, name="serve-announce", daemon=True).start()
     try:
         server.run(sockets=[sock])
     finally:
         for bundle in written:
             remove_address(bundle, address.pid)
+
+
+def warm_up(sock: socket.socket, token: str | None) -> None:
+    """One ``GET /health`` to the server on ``sock`` (over loopback), before it says it is listening: the first
+    request a client sends would otherwise pay for the HTTP stack's first use (25-35 ms of a served search on
+    two cores). A server that does not answer it is no worse off."""
+    import http.client
+
+    host, port = sock.getsockname()[:2]
+    loopback = "::1" if sock.family == socket.AF_INET6 else "127.0.0.1"
+    if host not in ("", "0.0.0.0", "::"):  # noqa: S104 - the address it listens on, not one it binds
+        loopback = host
+    connection = http.client.HTTPConnection(loopback, port, timeout=30)
+    try:
+        connection.request("GET", "/health", headers={"Authorization": f"Bearer {token}"} if token else {})
+        connection.getresponse().read()
+    except (OSError, http.client.HTTPException):
+        pass
+    finally:
+        connection.close()

@@ -26,6 +26,10 @@ from retriever.retrieve import DEFAULT_SPEC, Retriever
 from retriever.serve import ServeError
 from vault2okf.protocol import bundle_names
 
+# One search a bundle runs when it opens, before the server says it is listening (or swaps in a new index): the
+# first question a client sends then costs what any later one does.
+WARM_QUESTION = "Which notes are about this?"
+
 Stamps = tuple[tuple[int, int, int] | None, tuple[int, int, int] | None]
 RETRY_S = 1.0  # a bundle that could not be opened is tried again at most this often
 
@@ -120,6 +124,7 @@ class Served:
         try:
             retriever = Retriever.open(self.bundle, chroma_url=self.chroma_url, graph=graph)
             retriever.prepare(DEFAULT_SPEC)
+            retriever.search(WARM_QUESTION, DEFAULT_SPEC)  # the encoder run at a question's shape, each stage once
         except RetrieverError as e:
             return Snapshot(generation_of(stamps), stamps, None, str(e), len(graph.concepts), 0)
         chunks = len(retriever.table.ids)

@@ -86,7 +86,23 @@ def library_errors() -> tuple[type[Exception], ...]:
     return (BundleError, OSError, *([evaluation.EvalError] if evaluation else []))
 
 
-app = typer.Typer(
+class _App(typer.Typer):
+    """The console command: a plain ``search`` that a running ``vault2okf serve`` answers goes straight to it
+    (`vault2okf.cli.served`), before typer parses the command line; everything else through typer."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from vault2okf.cli.served import Outcome, served_search
+
+        if not args and kwargs.get("args") is None:
+            outcome = served_search(sys.argv[1:])
+            if outcome is Outcome.ANSWERED:
+                return None
+            if outcome is Outcome.IN_PROCESS:
+                kwargs["args"] = [*sys.argv[1:], "--no-server"]
+        return super().__call__(*args, **kwargs)
+
+
+app = _App(
     cls=_Commands,
     no_args_is_help=True,
     help="Obsidian vault -> OKF bundle, questions, evaluation.",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -52,6 +52,35 @@ def hit_lines(retrieval: Retrieval) -> list[str]:
         vector, hop = (score, "") if hit.via == "vector" else ("", score)
         lines.append(f"{rank:>3}. {hit.via:<6} {vector:>7} {hop:>7} {hit.tokens:>5} tok  {terminal(hit.vault_path)}")
     return lines
+
+
+def print_search(
+    question: str, retrieval: Retrieval, spec: Any, as_json: bool, explained: dict[str, Any] | None
+) -> None:
+    """What ``search`` prints of a retrieval (in process or from a server): the budget's notice, then the hits as
+    JSON or as lines, then the ``--explain`` explanation."""
+    import json
+
+    from retriever.spec import left_out_notice
+
+    notes([left_out_notice(retrieval, spec.budget)])
+    if as_json:
+        payload = {"question": question, "mode": retrieval.mode, "k": spec.k, "ranker": retrieval.ranker,
+                   "notes": retrieval.notes, "tokens": retrieval.tokens, "left_out": retrieval.left_out,
+                   "timings_ms": retrieval.timings, "hits": [h.to_json() for h in retrieval.hits]}  # fmt: skip
+        if explained is not None:
+            payload["explain"] = explained
+        echo(json.dumps(payload, indent=2, ensure_ascii=False))
+        return
+    for line in hit_lines(retrieval):
+        typer.echo(line)
+    typer.echo(f"{retrieval.notes} notes, {retrieval.tokens} tokens, {retrieval.timings.get('retrieve_ms', 0):.1f} ms")
+    if explained is not None:
+        from retriever.explain import explanation_lines
+
+        echo("")
+        for line in explanation_lines(explained):
+            echo(line)  # titles and paths from the vault
 
 
 def render_sources(answer: Answer) -> list[str]:

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from retriever.spec import SearchSpec, left_out_notice
+from retriever.spec import SearchSpec
 from vault2okf.cli.options import BUNDLE, CHROMA_URL, QUESTION, check_question, open_retriever, search_options
-from vault2okf.cli.render import echo, hit_lines, notes
+from vault2okf.cli.render import print_search
 from vault2okf.cli.through import NO_SERVER, search_through_server
 
 
@@ -47,24 +46,7 @@ def search_cmd(
             from retriever.explain import explain
 
             explained = explain(retriever, question, spec, explain_note).to_json()
-    notes([left_out_notice(retrieval, spec.budget)])
-    if as_json:
-        payload = {"question": question, "mode": retrieval.mode, "k": spec.k, "ranker": retrieval.ranker,
-                   "notes": retrieval.notes, "tokens": retrieval.tokens, "left_out": retrieval.left_out,
-                   "timings_ms": retrieval.timings, "hits": [h.to_json() for h in retrieval.hits]}  # fmt: skip
-        if explained is not None:
-            payload["explain"] = explained
-        echo(json.dumps(payload, indent=2, ensure_ascii=False))
-        return
-    for line in hit_lines(retrieval):
-        typer.echo(line)
-    typer.echo(f"{retrieval.notes} notes, {retrieval.tokens} tokens, {retrieval.timings.get('retrieve_ms', 0):.1f} ms")
-    if explained is not None:
-        from retriever.explain import explanation_lines
-
-        echo("")
-        for line in explanation_lines(explained):
-            echo(line)  # titles and paths from the vault
+    print_search(question, retrieval, spec, as_json, explained)
 
 
 def check_note(bundle: Path, note: str) -> None:

@@ -40,7 +40,7 @@ def spec_body(question: str, spec: Any, name: str) -> dict[str, Any]:
             "filters": spec.filters.to_json()}  # fmt: skip
 
 
-def _gone(address: Any, error: Exception) -> None:
+def gone(address: Any, error: Exception) -> None:
     typer.echo(f"note: the server at {address.url} stopped answering ({error}); running in this process", err=True)
 
 
@@ -61,7 +61,7 @@ def search_through_server(
     try:
         found = post(address, "/search", body)
     except ServerGone as e:
-        _gone(address, e)
+        gone(address, e)
         return None
     except ServerRefused:
         return None  # in process, which says what is wrong as the command always does
@@ -69,10 +69,10 @@ def search_through_server(
         return None  # a server from before `explain`: in process
     notes(found.get("notices", []))
     # the command says what the budget left out, as in process
-    return _retrieval(found["hits"], found, spec), found.get("explain")
+    return served_retrieval(found["hits"], found, spec), found.get("explain")
 
 
-def _retrieval(hits: list[dict[str, Any]], found: dict[str, Any], spec: Any) -> Any:
+def served_retrieval(hits: list[dict[str, Any]], found: dict[str, Any], spec: Any) -> Any:
     from retriever.spec import Hit, Mode, Retrieval, Via
 
     made = tuple(
@@ -114,7 +114,7 @@ def ask_through_server(
         notes([address.notice])
         return _stream(address, body, question, spec, events)
     except ServerGone as e:
-        _gone(address, e)
+        gone(address, e)
         return False
     except ServerRefused:
         return False
@@ -124,7 +124,7 @@ def _say_left_out(result: dict[str, Any], question: str, spec: Any) -> None:
     from retriever.spec import left_out_notice
 
     r = result["retrieval"]
-    notes([left_out_notice(_retrieval(result["retrieved"], {**r, "timings_ms": {}}, spec), spec.budget)])
+    notes([left_out_notice(served_retrieval(result["retrieved"], {**r, "timings_ms": {}}, spec), spec.budget)])
 
 
 def _stream(address: Any, body: dict[str, Any], question: str, spec: Any, events: Any) -> bool:
@@ -132,7 +132,7 @@ def _stream(address: Any, body: dict[str, Any], question: str, spec: Any, events
     early = sys.stdout.isatty()
     for event, data in events(address, "/ask", body):
         if event == "sources" and early:
-            for line in context_lines(None, _retrieval(data["hits"], {"mode": "union"}, spec).hits):
+            for line in context_lines(None, served_retrieval(data["hits"], {"mode": "union"}, spec).hits):
                 typer.echo(line, err=True)
         elif event == "token":
             print_token(data["text"])
@@ -146,7 +146,7 @@ def _stream(address: Any, body: dict[str, Any], question: str, spec: Any, events
             for line in render_sources(answer):
                 typer.echo(line)
             if not early:
-                hits = _retrieval(data["retrieved"], {**data["retrieval"], "timings_ms": {}}, spec).hits
+                hits = served_retrieval(data["retrieved"], {**data["retrieval"], "timings_ms": {}}, spec).hits
                 for line in context_lines(answer, hits):
                     typer.echo(line, err=True)
             return True

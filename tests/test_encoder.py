@@ -194,3 +194,28 @@ def test_the_command_says_so_in_one_note_and_still_answers(copy: Path, minilm) -
     assert len(lines) == 1 and lines[0].startswith("note: the question encoder in") and "is damaged" in lines[0]
     hits = [h["note_id"] for h in json.loads(done.stdout)["hits"]]
     assert hits == [h.note_id for h in _flag_retriever(copy, minilm).search(QUESTIONS[0], DEFAULT_SPEC).hits]
+
+
+def test_the_same_export_is_loaded_once_a_process_and_a_new_one_again(
+    copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`watch --index` indexes after every edit: the export's session opens once, not three times an edit; a
+    re-export (new files) or a damaged file is a new key, loaded and probed again."""
+    from retriever import encoder as encoder_module
+
+    made: list[Path] = []
+    real = encoder_module.OnnxEncoder.__init__
+    monkeypatch.setattr(
+        encoder_module.OnnxEncoder,
+        "__init__",
+        lambda self, folder, *a, **kw: made.append(folder) or real(self, folder, *a, **kw),
+    )
+    index_bundle(copy, embedder_name="minilm", progress=False)
+    first = len(made)
+    assert first >= 1
+    index_bundle(copy, embedder_name="minilm", progress=False)
+    index_bundle(copy, embedder_name="minilm", progress=False)
+    assert len(made) == first  # nothing changed: the loaded sessions served both runs
+    (encoder_dir(copy) / MODEL_FILE).write_bytes(b"\x00garbage")  # damaged: loaded again, found wanting, exported
+    index_bundle(copy, embedder_name="minilm", progress=False)
+    assert len(made) > first and Retriever.open(copy).notices == ()

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import duckdb
@@ -248,3 +249,31 @@ def test_a_leftover_holding_an_index_is_kept_while_the_output_is_not_a_bundle(bu
     (bundle / "mine.txt").write_text("x", "utf-8")
     b.recover(bundle)
     assert siblings(bundle) == [".bundle.tmp-4242"] and state_kept(tmp_path / ".bundle.tmp-4242")
+
+
+# --- the `convert` command leaves the old generation to a child -------------------------------------------
+
+
+def test_a_detached_removal_leaves_the_old_generation_to_a_child(bundle: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``Removal.DETACH`` (the command's): the new bundle is in place, the index moved into it, and the old
+    generation is deleted by a child process, never by this one; it is gone soon after."""
+    from vault2okf.convert import Removal
+
+    deleted_here: list[str] = []
+    rmtree = shutil.rmtree
+    monkeypatch.setattr(shutil, "rmtree", lambda path, *a, **k: (deleted_here.append(str(path)), rmtree(path, *a, **k)))
+    convert(VAULT, bundle, full=True, removal=Removal.DETACH)
+    assert usable(bundle) and state_kept(bundle)
+    assert not [p for p in deleted_here if Path(p).name.startswith(f".{bundle.name}.tmp-")], deleted_here
+    deadline = time.monotonic() + 60  # a guard against a hang, not a speed check
+    while siblings(bundle) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert siblings(bundle) == []
+
+
+def test_a_generation_its_remover_left_is_deleted_by_the_next_run(bundle: Path) -> None:
+    """A remover killed half-way leaves ``.NAME.tmp-PID-NS``: the next convert deletes it, the index stays."""
+    left = bundle.parent / f".{bundle.name}.tmp-4242-1733000000000000000"
+    shutil.copytree(bundle / "concepts", left / "concepts")
+    convert(VAULT, bundle, full=True)
+    assert usable(bundle) and state_kept(bundle) and siblings(bundle) == []

@@ -2,7 +2,8 @@
 
 Beside the bundle ``PARENT/NAME`` convert uses three kinds of siblings (docs/adr-002-bundle-swap.md):
 ``.NAME.lock`` (the bundle lock, shared with `vault2okf index`), ``.NAME.tmp-PID`` (the new bundle being
-built, then the old one being removed) and, only where the kernel cannot exchange two folders,
+built, then the old one being removed; ``.NAME.tmp-PID-NS``: an old generation renamed aside for a thread or a
+child process to delete) and, only where the kernel cannot exchange two folders,
 ``.NAME.old-PID``. Leftovers of a killed run are cleaned up, and the index they hold restored, at the next run.
 """
 
@@ -15,6 +16,7 @@ import os
 import posixpath
 import re
 import shutil
+import subprocess
 import sys
 import time
 from collections import defaultdict
@@ -377,6 +379,28 @@ def retire(old: Path) -> Path:
     retired = old.with_name(f"{old.name}-{time.time_ns()}")
     os.rename(old, retired)
     return retired
+
+
+_REMOVER = "import shutil, sys; shutil.rmtree(sys.argv[1], ignore_errors=True)"
+
+
+def remove_detached(old: Path) -> None:
+    """Delete an old generation (``swap_into_place(remove=False)``) in a child process of its own session that
+    outlives this one, so a command ends without waiting for thousands of unlinks (0.2 s at 4.3k notes on a
+    quiet disk, 10-22 s at 13k on a busy one). It is retired first (``retire``): a killed child leaves it to the
+    next run's ``recover``, which deletes it beside a child still at work. Where no child can be started it is
+    deleted here."""
+    retired = retire(old)
+    try:
+        subprocess.Popen(  # noqa: S603 - this interpreter, a fixed program, the path as an argument
+            [sys.executable, "-I", "-S", "-c", _REMOVER, str(retired)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    except OSError:
+        shutil.rmtree(retired, onerror=_gone_is_fine)
 
 
 def _holds_state(path: Path) -> bool:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import marshal
+import mmap
 import os
 import stat
 from collections import Counter
@@ -319,36 +320,25 @@ def _intact(path: Path, offset: int, size: int, digest: bytes) -> bool:
     return sha.digest() == digest
 
 
-class _Hashing:
-    """A file read through ``readinto`` and ``read`` (marshal.load calls ``read(0)`` first, then ``readinto``),
-    hashing every byte it hands out and never going past ``limit`` bytes."""
-
-    def __init__(self, fh: Any, limit: int) -> None:
-        self.fh, self.left, self.sha = fh, limit, hashlib.sha256()
-
-    def readinto(self, buffer: Any) -> int:
-        view = memoryview(buffer).cast("B")[: self.left]
-        n = self.fh.readinto(view)
-        self.sha.update(view[:n])
-        self.left -= n
-        return n
-
-    def read(self, n: int = -1) -> bytes:
-        data = self.fh.read(self.left if n < 0 else min(n, self.left))
-        self.sha.update(data)
-        self.left -= len(data)
-        return data
+def _decoded(path: Path, offset: int, size: int, digest: bytes) -> Any:
+    """The body's bytes, mapped rather than read (no copy of the file on the heap), hashed, then unmarshalled in
+    one call. Streamed through a Python reader instead, marshal asked it for every string (264k calls at 4.3k
+    notes, 0.3 s of a one-edit convert's 5 s). The file is only ever replaced whole (written in the staging
+    tree, swapped in), never truncated in place, so the mapping cannot lose its pages under it."""
+    with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+        if len(mapped) != offset + size:
+            raise CacheDamaged(f"{path}: the body is not the one written")
+        with memoryview(mapped) as whole, whole[offset:] as view:
+            if hashlib.sha256(view).digest() != digest:
+                raise CacheDamaged(f"{path}: the body is not the one written")
+            return marshal.loads(view)
 
 
 def _body(path: Path, offset: int, size: int, digest: bytes) -> Body:
     sig = output_sig(path)
     try:
-        with open(path, "rb") as fh:
-            fh.seek(offset)
-            reader = _Hashing(fh, size)
-            data = marshal.load(reader)  # type: ignore[arg-type] # read as it goes: no copy of the file
-            whole = reader.left == 0 and reader.sha.digest() == digest
-        if not whole or sig != output_sig(path):
+        data = _decoded(path, offset, size, digest)
+        if sig != output_sig(path):
             raise CacheDamaged(f"{path}: the body is not the one written")
         blobs, problems, types, variants, near, suggested, key, names, graph = data
         return Body(

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from enum import Enum
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,13 @@ from vault2okf.protocol.disk import disk_full_message, is_disk_full
 from vault2okf.report import LinkReport
 from vault2okf.run import Clock, Run
 from vault2okf.walk import Walk, walk_vault
+
+
+class Removal(Enum):
+    """What a convert that is no watcher does with the bundle's old generation once the new one is in place."""
+
+    WAIT = "wait"  # delete it before returning (a library call: nothing is left beside the bundle)
+    DETACH = "detach"  # leave it to a child process that outlives this one (the `convert` command)
 
 
 @dataclass(frozen=True)
@@ -105,14 +113,16 @@ def convert(
     force: bool = False,
     full: bool = False,
     kept: Kept | None = None,
+    removal: Removal = Removal.WAIT,
 ) -> ConvertResult:
     """Convert ``vault`` into the bundle ``out``, redoing only what changed since the last convert of it
     (``vault2okf.cache``); ``full`` ignores what the last convert left. ``kept``: what the last convert of this
     process left in memory, taken instead of the bundle's cache file while that is the file it saved, and
-    replaced by this convert's (a watcher's). Either way the bundle is the one a full convert writes."""
+    replaced by this convert's (a watcher's). Either way the bundle is the one a full convert writes. ``removal``:
+    whether the old generation is deleted before this returns (``kept`` deletes it on a thread instead)."""
     with _collector_paused():
         try:
-            return _convert(vault, out, config_path, force, full, kept)
+            return _convert(vault, out, config_path, force, full, kept, removal)
         except OSError as error:
             if not is_disk_full(error):
                 raise
@@ -148,7 +158,7 @@ def _collector_paused() -> Iterator[None]:
 
 
 def _convert(
-    vault: Path, out: Path, config_path: Path | None, force: bool, full: bool, kept: Kept | None
+    vault: Path, out: Path, config_path: Path | None, force: bool, full: bool, kept: Kept | None, removal: Removal
 ) -> ConvertResult:
     if kept is not None:
         kept.used = False
@@ -187,11 +197,14 @@ def _convert(
         except BaseException:
             shutil.rmtree(stage, ignore_errors=True)
             raise
-        old_generation = b.swap_into_place(stage, out, remove=kept is None)  # `out` never missing; a kill in it
-        if kept is not None:  # is finished by the next run
+        waits = kept is None and removal is Removal.WAIT
+        old_generation = b.swap_into_place(stage, out, remove=waits)  # `out` never missing; a kill in it is
+        if kept is not None:  # finished by the next run
             kept.keep(out, key, new_cache)
             if old_generation is not None:
                 kept.remove_later(old_generation)
+        elif old_generation is not None:
+            b.remove_detached(old_generation)
     clock.lap("swap")
     report = run.report
     return ConvertResult(

@@ -8,7 +8,7 @@ import typer
 
 from vault2okf.cli.options import CONFIG, FORCE, VAULT
 from vault2okf.cli.render import echo, notes
-from vault2okf.convert import convert
+from vault2okf.convert import Removal, convert
 
 
 def convert_cmd(
@@ -24,7 +24,7 @@ def convert_cmd(
 
     A bundle converted before is updated: only the notes that changed (and those whose links they change)
     are converted again; the result is the bundle a full convert writes."""
-    result = convert(vault, out, config_path=config, force=force, full=full)
+    result = convert(vault, out, config_path=config, force=force, full=full, removal=Removal.DETACH)
     notes(result.notices)
     t = result.totals
     s, u = t["by_status"], t["unique_targets"]

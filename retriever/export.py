@@ -9,7 +9,8 @@ them from the model's own tensors. Constant folding is off, because it would add
 layer's weights (half the model) while exporting; onnxruntime folds those transposes when a search opens the
 encoder. A model over 2 GB (BGE-M3: 2.2 GB in fp32) is written with its tensors in external files, one at a time;
 a smaller one (MiniLM: 90 MB) is serialised in memory once. The attention is traced in its eager form: traced
-through SDPA, the vectors did not match (cosine about 0.95).
+through SDPA, the vectors did not match (cosine about 0.95). At 150M parameters or more (BGE-M3) the fp32 export
+is then fused, in a child process (`fuse_in_child`).
 """
 
 from __future__ import annotations
@@ -120,9 +121,10 @@ def fuse(folder: Path, heads: int, hidden: int, pooling: Pooling, probe: Probe) 
     padding mask, the bias and GELU one ``BiasGelu`` (exact erf), each residual and LayerNorm one
     ``SkipLayerNormalization``. The same vectors (cosine >= 0.9999). Measured beside the traced graph on thellade's
     chunks (reports/bench-embedder-cost.txt, one run at load 5-6): 1.88x its chunks/s at BGE-M3's size, within
-    noise on MiniLM (0.68x and 1.07x in two runs at load 8-10). Not what `index` writes yet: on the BGE-M3-size
-    stand-in writing it took 18.9 GiB peak RSS (the optimiser holds the graph several times over, beside torch's
-    model), against 5.6 GiB for the traced export.
+    noise on MiniLM (0.68x and 1.07x in two runs at load 8-10). In this process (the bench's way to measure it);
+    `export_encoder` runs it through `fuse_in_child`, with the optimiser's shape inference on a weightless copy
+    (`_optimised`): run here beside torch's model with the stock optimiser it took 18.9 GiB peak RSS on the
+    BGE-M3-size stand-in.
 
     Kept only when every layer's attention fused and the fused network's pooled vectors on ``probe`` (a padded
     batch) have cosine >= FUSED_COSINE to the traced network's; otherwise (or when the optimiser fails) the traced

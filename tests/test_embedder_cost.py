@@ -1,6 +1,7 @@
 """Issue 38: `index` embeds documents through the ONNX export (onnxruntime) on a CPU, at fp32 (FlagEmbedding's
-vectors; onnxruntime's fused transformer graph gives the same ones, but is not the default) or, asked for, int8,
-in batches of like token counts; a BGE-M3 checkpoint goes through the same path; `index` says how long it has left.
+vectors; onnxruntime's fused transformer graph, written in a child process for a model of 150M parameters or
+more, gives the same ones) or, asked for, int8, in batches of like token counts; a BGE-M3 checkpoint goes through
+the same path; `index` says how long it has left.
 
 A BGE-M3 checkpoint here is a tiny random one with BGE-M3's vocabulary and heads (bench/embedder_cost.py's
 stand-in at 2 layers x 64): what it checks is the code path (FlagEmbedding's BGE-M3 class, CLS pooling, 1,024

@@ -19,10 +19,11 @@ Per model, each part in its own process (so peak RSS is that part's):
 - documents per second on a fixed subset of VAULT's chunks: groups of chunks that lie next to each other in the
   order `index` embeds them (by token count), at evenly spaced points of that order, each group one call, so each
   batch pads as much as the whole vault's do and the lengths are the vault's. Paths: torch
-  (`FlagEmbedder.embed_documents`), onnxruntime fp32 (the graph as traced: what `index` runs), fp32 fused
-  (`retriever.export.fuse`: measured, not the default) and int8, all through the `OnnxEmbedder` `index` runs, with the
-  cosine of each onnxruntime vector to torch's, per chunk; the whole vault's time extrapolated from the rate; and
-  how much padding the whole vault's batches carry, ordered by characters (before) and by tokens (now);
+  (`FlagEmbedder.embed_documents`), onnxruntime fp32 as traced (what `index` writes for MiniLM), fp32 fused
+  (`retriever.export.fuse_in_child`: what it writes at 150M parameters or more) and int8, all through the
+  `OnnxEmbedder` `index` runs, with the cosine of each onnxruntime vector to torch's, per chunk; the whole vault's
+  time extrapolated from the rate; and how much padding the whole vault's batches carry, ordered by characters
+  (before) and by tokens (now);
 - a cold ``vault2okf search B Q --json`` as a fresh process in-process (``--no-server``) and through a running
   ``vault2okf serve`` (which has answered one question before): the plain command (`vault2okf.cli.served`, before
   typer) and the typed one (an option given: ``--k`` at its default), beside ``python -c pass``; the server's
@@ -130,8 +131,13 @@ def build_standin(folder: Path, tiny: bool = False) -> dict[str, Any]:
 
 
 def child_index(bundle: str, spec: str, precision: str) -> dict[str, Any]:
+    """Index the sub-bundle; at fp32 with the graph as traced (the fused one, the default at BGE-M3's size, is
+    written beside it by `child_fused`, so both are measured)."""
+    import retriever.export
     from retriever.encoder import Precision, encoder_dir
     from retriever.index import index_bundle
+
+    retriever.export.SMALL_MODEL = 10**12  # no model is fused by default here
 
     started = time.perf_counter()
     result = index_bundle(bundle, embedder_name=spec, progress=False, precision=Precision(precision))
@@ -142,7 +148,8 @@ def child_index(bundle: str, spec: str, precision: str) -> dict[str, Any]:
 
 
 def child_fused(bundle: str, spec: str) -> dict[str, Any]:
-    """The fp32 export fused (`retriever.export.fuse`: measured here, not what `index` writes)."""
+    """The fp32 export fused (`retriever.export.fuse_in_child`: what `index` writes for a model of 150M parameters
+    or more). The peak RSS is this process's; the fusion child's is bench/fusion_memory.py's."""
     from retriever.embed import embedder_fingerprint, get_embedder
     from retriever.export import export_encoder
 
@@ -344,7 +351,8 @@ def measure_model(label: str, spec: str, max_length: int, shape: tuple[int, int,
     shutil.copytree(bundles["fp32"], fused_bundle, ignore=shutil.ignore_patterns("encoder"))
     try:
         got = run_child("fused", str(fused_bundle), spec)
-        say(f"the fp32 export fused (not the default), written beside it: {got['seconds']:.1f} s, peak RSS "
+        say(f"the fp32 export fused (default at >= 150M parameters), written beside it: {got['seconds']:.1f} s, peak "
+            f"RSS "
             f"{got['rss_mb']:.0f} MiB")  # fmt: skip
         bundles["fused"] = fused_bundle
     except SystemExit as failed:
@@ -377,7 +385,7 @@ def measure_model(label: str, spec: str, max_length: int, shape: tuple[int, int,
             details[path] = got
     base = statistics.median(rates["torch"])
     titles = {"torch-encode": "torch, FlagEmbedding's encode", "torch": "torch (FlagEmbedding), fp32",
-              "fp32": "onnxruntime fp32 (default)", "fused": "onnxruntime fp32 fused",
+              "fp32": "onnxruntime fp32 as traced", "fused": "onnxruntime fp32 fused",
               "int8": "onnxruntime int8 (dynamic)"}  # fmt: skip
     for path in paths:
         title = titles[path]
@@ -394,8 +402,8 @@ def measure_model(label: str, spec: str, max_length: int, shape: tuple[int, int,
             f"load {got['load_s']:.1f} s, peak RSS {got['rss_mb']:.0f} MiB; whole vault ~{hours:.1f} h "
             f"(runs: {' '.join(f'{r:.2f}' for r in rates[path])}; load {got['load_avg']:.1f})")  # fmt: skip
     fused, now = statistics.median(rates.get("fused", [float("nan")])), statistics.median(rates["fp32"])
-    say(f"fused against the traced graph (the default) on the same batches: {fused / now:.2f}x its chunks/s. The "
-        f"default now against before: the same graph, {chars / tokens:.3f}x less padding over the whole vault "
+    say(f"fused against the traced graph on the same batches: {fused / now:.2f}x its chunks/s. The traced "
+        f"graph now against before: the same graph, {chars / tokens:.3f}x less padding over the whole vault "
         f"(computed, not timed): ~{now * chars / tokens:.2f} chunks/s here, {now * chars / tokens / base:.2f}x "
         f"torch" + (f", {now * chars / tokens / statistics.median(rates['torch-encode']):.2f}x FlagEmbedding's "
                     "encode" if before else ""))  # fmt: skip

@@ -9,20 +9,24 @@ them from the model's own tensors. Constant folding is off, because it would add
 layer's weights (half the model) while exporting; onnxruntime folds those transposes when a search opens the
 encoder. A model over 2 GB (BGE-M3: 2.2 GB in fp32) is written with its tensors in external files, one at a time;
 a smaller one (MiniLM: 90 MB) is serialised in memory once. The attention is traced in its eager form: traced
-through SDPA, the vectors did not match (cosine about 0.95).
+through SDPA, the vectors did not match (cosine about 0.95). At 150M parameters or more (BGE-M3) the fp32 export
+is then fused, in a child process (`fuse_in_child`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import shutil
+import subprocess
+import sys
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from retriever.embed import M3_CLASSES, Embedder, embedder_fingerprint, verbose
+from retriever.embed import M3_CLASSES, SMALL_MODEL, Embedder, embedder_fingerprint, verbose
 from retriever.encoder import (
     INT8_MODEL_FILE,
     MODEL_FILE,
@@ -68,11 +72,12 @@ def export_encoder(
     fingerprint: str,
     precision: Precision = Precision.FP32,
     *,
-    fusion: bool = False,
+    fusion: bool | None = None,
 ) -> Path:
     """Export ``embedder`` (a `FlagEmbedder`) to ``BUNDLE/.vault2okf/encoder``, replacing what is there: at fp32
-    the graph as traced (``fusion=True``: `fuse`, which bench/embedder_cost.py measures against it; not what
-    `index` writes), at int8 only the quantised network (`quantize`)."""
+    the graph as traced, then fused (`fuse`, in a child process: `fuse_in_child`) when ``fusion`` (by default: for
+    a model of SMALL_MODEL parameters or more, where it measured 1.88x the traced graph's chunks/s; within noise on
+    MiniLM), at int8 only the quantised network (`quantize`)."""
     flag: Any = getattr(embedder, "model", None)
     network, pooling = _network(flag)
     tokenizer = getattr(flag, "tokenizer", None)
@@ -84,18 +89,19 @@ def export_encoder(
         shutil.rmtree(stale, ignore_errors=True)
     part = final.with_name(f"{final.name}.part-{os.getpid()}")
     part.mkdir(parents=True)
+    parameters = sum(p.numel() for p in network.parameters())
     try:
         _write_onnx(network, tokenizer, part / MODEL_FILE)
         fused = False
         if precision is Precision.INT8:
             _only_int8(part)
-        elif fusion:
+        elif fusion or (fusion is None and parameters >= SMALL_MODEL):
             config = network.config
-            fused = fuse(part, config.num_attention_heads, config.hidden_size, pooling, _probe(tokenizer))
+            fused = fuse_in_child(part, config.num_attention_heads, config.hidden_size, pooling, _probe(tokenizer))
         backend.save(str(part / TOKENIZER_FILE))
         settings = EncoderSettings(
             embedder.name, embedder.spec, fingerprint, pooling, True, int(getattr(embedder, "max_length", 512)),
-            embedder.dim, sum(p.numel() for p in network.parameters()), precision, fused=fused,
+            embedder.dim, parameters, precision, fused=fused,
         )  # fmt: skip
         (part / SETTINGS_FILE).write_text(settings.to_json(), encoding="utf-8")
         _swap(part, final)
@@ -115,30 +121,100 @@ def fuse(folder: Path, heads: int, hidden: int, pooling: Pooling, probe: Probe) 
     padding mask, the bias and GELU one ``BiasGelu`` (exact erf), each residual and LayerNorm one
     ``SkipLayerNormalization``. The same vectors (cosine >= 0.9999). Measured beside the traced graph on thellade's
     chunks (reports/bench-embedder-cost.txt, one run at load 5-6): 1.88x its chunks/s at BGE-M3's size, within
-    noise on MiniLM (0.68x and 1.07x in two runs at load 8-10). Not what `index` writes yet: on the BGE-M3-size
-    stand-in writing it took 18.9 GiB peak RSS (the optimiser holds the graph several times over, beside torch's
-    model), against 5.6 GiB for the traced export.
+    noise on MiniLM (0.68x and 1.07x in two runs at load 8-10). In this process (the bench's way to measure it);
+    `export_encoder` runs it through `fuse_in_child`, with the optimiser's shape inference on a weightless copy
+    (`_optimised`): run here beside torch's model with the stock optimiser it took 18.9 GiB peak RSS on the
+    BGE-M3-size stand-in.
 
     Kept only when every layer's attention fused and the fused network's pooled vectors on ``probe`` (a padded
     batch) have cosine >= FUSED_COSINE to the traced network's; otherwise (or when the optimiser fails) the traced
     export stays and this returns False. A full or read-only disk stays an OSError."""
-    model_path = folder / MODEL_FILE
-    staged = folder / "fused"
+    staged = folder / FUSED_DIR
     staged.mkdir()
     try:
-        if not _write_fused(model_path, staged / MODEL_FILE, heads, hidden):
+        if not fuse_staged(folder, heads, hidden, pooling, probe):
             return False
-        reference = _pooled(model_path, probe, pooling)
-        if reference is None or not _same(reference, _pooled(staged / MODEL_FILE, probe, pooling)):
-            return False
-        for path in list(folder.iterdir()):  # the traced graph and its tensor files
-            if path.is_file():
-                path.unlink()
-        for path in staged.iterdir():
-            os.replace(path, folder / path.name)
+        _adopt(folder)
         return True
     finally:
         shutil.rmtree(staged, ignore_errors=True)
+
+
+FUSED_DIR = "fused"  # inside the export's part folder: the fused graph, until it has passed and is moved in
+FUSED_EXIT = 0  # the child's exit status when the fused graph in FUSED_DIR passed; NOT_FUSED_EXIT when it did not
+NOT_FUSED_EXIT = 3
+
+
+def fuse_in_child(folder: Path, heads: int, hidden: int, pooling: Pooling, probe: Probe) -> bool:
+    """`fuse`, with the optimiser and both checking sessions in a child process (``python -m retriever.export``),
+    so their memory goes back to the system when it exits instead of stacking on the exporting process's (torch's
+    model, the tracer's garbage). The child only writes into ``folder/FUSED_DIR``; this process moves the fused
+    files in once the child says they passed, so a child that fails or is killed (out of memory) leaves the traced
+    export in ``folder`` as it was, and this returns False."""
+    import numpy as np
+
+    staged = folder / FUSED_DIR
+    staged.mkdir()
+    try:
+        np.savez(staged / "probe.npz", **probe)
+        gc.collect()  # the tracer's leftovers, before a second process needs memory
+        arguments = [str(folder), str(heads), str(hidden), pooling.value, str(staged / "probe.npz"), repr(FUSED_COSINE)]
+        command = _fuse_command(arguments)
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(
+                [str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")]
+            ).rstrip(os.pathsep),
+        }
+        quiet = None if verbose() else subprocess.DEVNULL
+        done = subprocess.run(command, env=env, stdout=quiet, stderr=quiet, check=False)  # noqa: S603
+        (staged / "probe.npz").unlink(missing_ok=True)
+        if done.returncode != FUSED_EXIT or not (staged / MODEL_FILE).is_file():
+            return False
+        _adopt(folder)
+        return True
+    finally:
+        shutil.rmtree(staged, ignore_errors=True)
+
+
+def _fuse_command(arguments: list[str]) -> list[str]:
+    return [sys.executable, "-m", "retriever.export", "fuse", *arguments]
+
+
+def fuse_staged(
+    folder: Path, heads: int, hidden: int, pooling: Pooling, probe: Probe, cosine: float | None = None
+) -> bool:
+    """Write the fusion of ``folder``'s traced export into ``folder/FUSED_DIR`` and check it against the traced
+    graph on ``probe``; True when it passed (`fuse`'s conditions). Nothing outside FUSED_DIR is touched."""
+    model_path = folder / MODEL_FILE
+    staged = folder / FUSED_DIR
+    if not _write_fused(model_path, staged / MODEL_FILE, heads, hidden):
+        return False
+    gc.collect()  # the optimiser's copy of the graph, before two sessions open
+    reference = _pooled(model_path, probe, pooling)
+    fused = _pooled(staged / MODEL_FILE, probe, pooling)
+    return reference is not None and _same(reference, fused, FUSED_COSINE if cosine is None else cosine)
+
+
+def _adopt(folder: Path) -> None:
+    """Replace the traced graph and its tensor files in ``folder`` by the fused ones in ``folder/FUSED_DIR``."""
+    for path in list(folder.iterdir()):
+        if path.is_file():
+            path.unlink()
+    for path in (folder / FUSED_DIR).iterdir():
+        os.replace(path, folder / path.name)
+
+
+def _child(arguments: list[str]) -> int:
+    """``python -m retriever.export fuse FOLDER HEADS HIDDEN POOLING PROBE.npz COSINE``: `fuse_staged`, for
+    `fuse_in_child`."""
+    import numpy as np
+
+    folder, heads, hidden, pooling, probe_file, cosine = arguments
+    with np.load(probe_file) as arrays:
+        probe = {name: arrays[name] for name in arrays.files}
+    passed = fuse_staged(Path(folder), int(heads), int(hidden), Pooling(pooling), probe, float(cosine))
+    return FUSED_EXIT if passed else NOT_FUSED_EXIT
 
 
 def _write_fused(traced: Path, fused: Path, heads: int, hidden: int) -> bool:
@@ -147,9 +223,7 @@ def _write_fused(traced: Path, fused: Path, heads: int, hidden: int) -> bool:
 
     try:
         with _quiet(), _quiet_logs():
-            from onnxruntime.transformers.optimizer import optimize_model
-
-            model = optimize_model(str(traced), "bert", num_heads=heads, hidden_size=hidden, opt_level=0)
+            model = _optimised(traced, heads, hidden)
     except OSError:
         raise
     except Exception:  # an optimiser that does not know this graph: the traced export stays
@@ -164,6 +238,51 @@ def _write_fused(traced: Path, fused: Path, heads: int, hidden: int) -> bool:
     big = size > 1_800_000_000
     model.save_model_to_file(str(fused), use_external_data_format=big)
     return True
+
+
+def _optimised(traced: Path, heads: int, hidden: int) -> Any:
+    """`onnxruntime.transformers.optimizer.optimize_model(traced, "bert", opt_level=0)`, with its symbolic shape
+    inference run on a copy of the graph whose large tensors are shapes without data (`_weightless`): the stock
+    optimiser copied the whole model for it (at 12 layers x 768 with BGE-M3's vocabulary, a 0.96 GB graph: peak RSS
+    7.7 GB, 3.1 GB with this, the same fused operators and vectors)."""
+    import onnx
+    from onnxruntime import __version__ as version
+    from onnxruntime.transformers.fusion_options import FusionOptions
+    from onnxruntime.transformers.onnx_model_bert import BertOnnxModel
+    from onnxruntime.transformers.shape_infer_helper import SymbolicShapeInferenceHelper
+
+    class Lean(BertOnnxModel):  # type: ignore[misc]
+        def infer_runtime_shape(self, dynamic_axis_mapping: Any = None, update: bool = False) -> Any:
+            if self.enable_shape_infer and (getattr(self, "shape_infer_helper", None) is None or update):
+                self.shape_infer_helper = SymbolicShapeInferenceHelper(_weightless(self.model))
+            return super().infer_runtime_shape(dynamic_axis_mapping or {}, update=False)
+
+    model = Lean(onnx.load(str(traced)), heads, hidden)
+    model.optimize(FusionOptions("bert"))
+    model.topological_sort()
+    model.model.producer_name, model.model.producer_version = "onnxruntime.transformers", version
+    return model
+
+
+def _weightless(model: Any) -> Any:
+    """``model`` with every tensor over 64 KiB replaced by its name, type and shape (marked external, no data): what
+    shape inference reads of the weights. The small ones (shapes, constants) are kept, their values used."""
+    from onnx import TensorProto, helper
+
+    tensors = []
+    for tensor in model.graph.initializer:
+        if tensor.ByteSize() > 1 << 16:
+            stub = TensorProto(
+                name=tensor.name, data_type=tensor.data_type, dims=tensor.dims, data_location=TensorProto.EXTERNAL
+            )
+            stub.external_data.add(key="location", value="absent")
+            tensor = stub
+        tensors.append(tensor)
+    graph = model.graph
+    light = helper.make_graph(
+        list(graph.node), graph.name, list(graph.input), list(graph.output), tensors, value_info=list(graph.value_info)
+    )
+    return helper.make_model(light, opset_imports=list(model.opset_import), ir_version=model.ir_version)
 
 
 def _probe(tokenizer: Any) -> Probe:
@@ -195,11 +314,9 @@ def _pooled(model: Path, probe: Probe, pooling: Pooling) -> Any:
     return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
 
 
-def _same(reference: Any, fused: Any) -> bool:
+def _same(reference: Any, fused: Any, cosine: float) -> bool:
     return (
-        fused is not None
-        and fused.shape == reference.shape
-        and bool(((reference * fused).sum(axis=1) >= FUSED_COSINE).all())
+        fused is not None and fused.shape == reference.shape and bool(((reference * fused).sum(axis=1) >= cosine).all())
     )
 
 
@@ -385,3 +502,7 @@ def index_embedder(
         return get_embedder(spec, device=device), why
     batch = 16 if encoder.settings.parameters < SMALL_MODEL else 32  # FlagEmbedder's: minilm 16, bge-m3 32
     return OnnxEmbedder(name, spec, encoder, batch_size=batch), None
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["fuse"]:
+    sys.exit(_child(sys.argv[2:]))

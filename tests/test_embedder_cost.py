@@ -1,6 +1,7 @@
 """Issue 38: `index` embeds documents through the ONNX export (onnxruntime) on a CPU, at fp32 (FlagEmbedding's
-vectors; onnxruntime's fused transformer graph gives the same ones, but is not the default) or, asked for, int8,
-in batches of like token counts; a BGE-M3 checkpoint goes through the same path; `index` says how long it has left.
+vectors; onnxruntime's fused transformer graph, written in a child process for a model of 150M parameters or
+more, gives the same ones) or, asked for, int8, in batches of like token counts; a BGE-M3 checkpoint goes through
+the same path; `index` says how long it has left.
 
 A BGE-M3 checkpoint here is a tiny random one with BGE-M3's vocabulary and heads (bench/embedder_cost.py's
 stand-in at 2 layers x 64): what it checks is the code path (FlagEmbedding's BGE-M3 class, CLS pooling, 1,024
@@ -135,6 +136,40 @@ def test_a_fusion_that_changes_the_vectors_is_not_kept(
     assert settings is not None and not settings.fused
     assert "Softmax" in _ops(folder) and "Attention" not in _ops(folder)
     assert {p.name for p in folder.iterdir()} == {MODEL_FILE, "tokenizer.json", SETTINGS_FILE}
+
+
+def test_a_large_model_is_fused_by_default_in_a_child_process(
+    m3_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("retriever.export.SMALL_MODEL", 1)  # the tiny stand-in counts as large: fusion by default
+    flag = get_embedder(str(m3_folder))
+    folder = export_encoder(tmp_path / "bundle", flag, "fingerprint")
+    settings = read_settings(folder)
+    assert settings is not None and settings.fused
+    assert "Attention" in _ops(folder) and "Softmax" not in _ops(folder)
+    assert {p.name for p in folder.iterdir()} == {MODEL_FILE, "tokenizer.json", SETTINGS_FILE}
+    assert "onnxruntime.transformers.optimizer" not in sys.modules  # the optimiser ran in the child, not here
+    texts = [*NOTES.values(), "Who keeps the lighthouse on the cape?"]
+    onnx_vectors = OnnxEmbedder("m3", str(m3_folder), OnnxEncoder(folder, settings)).embed_documents(texts)
+    assert _cosines(onnx_vectors, flag.embed_documents(texts)).min() >= 0.9999
+
+
+def test_a_killed_fusion_leaves_the_traced_export_in_use(
+    minilm: FlagEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    killed = (
+        "import os, pathlib, signal, sys; staged = pathlib.Path(sys.argv[1]) / 'fused'; "
+        "(staged / 'model.onnx').write_bytes(b'half a graph'); os.kill(os.getpid(), signal.SIGKILL)"
+    )
+    monkeypatch.setattr("retriever.export._fuse_command", lambda arguments: [sys.executable, "-c", killed, *arguments])
+    folder = export_encoder(tmp_path / "bundle", minilm, "fingerprint", fusion=True)
+    settings = read_settings(folder)
+    assert settings is not None and not settings.fused
+    assert "Softmax" in _ops(folder) and "Attention" not in _ops(folder)
+    assert {p.name for p in folder.iterdir()} == {MODEL_FILE, "tokenizer.json", SETTINGS_FILE}
+    texts = [*NOTES.values(), "Who keeps the lighthouse on the cape?"]
+    onnx_vectors = OnnxEmbedder("minilm", "minilm", OnnxEncoder(folder, settings)).embed_documents(texts)
+    assert _cosines(onnx_vectors, minilm.embed_documents(texts)).min() >= 0.9999
 
 
 def test_documents_are_batched_by_token_count_within_a_token_budget() -> None:

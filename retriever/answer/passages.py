@@ -107,7 +107,21 @@ def chunk_headings(note: ContextNote) -> dict[int, str]:
 
 
 def passages(note: ContextNote, rank: int = 0) -> list[Passage]:
-    """The note's quotable passages in order: sentences of paragraphs and list items, and table body rows."""
+    """The note's quotable passages in order: sentences of paragraphs and list items, and table body rows.
+
+    The cutting depends on the note's title and text alone, so it is done once per (title, text) and kept
+    (``PASSAGES_KEPT`` notes, least recently used out): a served bundle and a question set meet the same notes
+    again and again, and parsing them was most of an extractive answer's time."""
+    return [Passage(rank, note, *cut) for cut in _cut(note.title, note.text)]
+
+
+PASSAGES_KEPT = 2048  # notes whose cut passages are kept (a few MB)
+
+
+@functools.lru_cache(maxsize=PASSAGES_KEPT)
+def _cut(note_title: str, text: str) -> tuple[tuple[str, str, Counter[str], frozenset[str]], ...]:
+    """(heading, text, terms, context) of each passage of a note with this title and text (read-only: shared)."""
+    note = ContextNote("", note_title, "", text, "", 0.0)
     lines = note.text.split("\n")
     openers = chunk_headings(note)
     tokens = _BLOCKS.parse("\n".join("" if i in openers else line for i, line in enumerate(lines)))
@@ -126,10 +140,10 @@ def passages(note: ContextNote, rank: int = 0) -> list[Passage]:
         elif parent == "th_open":  # the header row: its words go with every body row of the table
             header = (frozenset() if tokens[index - 2].type == "tr_open" else header) | frozenset(terms(token.content))
         elif parent == "td_open" and tokens[index - 2].type == "tr_open":  # a body row, quoted whole
-            found += _row(note, rank, heading, lines[line], context | header)
+            found += _row(note, 0, heading, lines[line], context | header)
         elif parent == "paragraph_open":
-            found += _paragraph(note, rank, heading, token, lines, context)
-    return found
+            found += _paragraph(note, 0, heading, token, lines, context)
+    return tuple((p.heading, p.text, p.terms, p.context) for p in found)
 
 
 def _row(note: ContextNote, rank: int, heading: str, line: str, context: frozenset[str]) -> list[Passage]:

@@ -554,17 +554,31 @@ def proper_words(texts: Iterable[str], *, openers: bool = False) -> frozenset[st
     opening: set[str] = set()
     lower: set[str] = set()
     for text in texts:
-        plain = _plain(text)
-        label = len(plain) if _title_case(plain) else _label_end(plain)
-        for m in _TOKEN.finditer(plain):
-            word, at = m.group(0), m.start()
-            if not word[0].isupper():
-                lower.add(word.casefold())
-            elif at >= label and word.casefold() not in _NOT_NAMES and not _opens(plain, at):
-                found.add(_folded(word))
-            elif openers and word.isalpha() and len(word) >= 3 and word.casefold() not in _COMMON:
-                opening.add(word)
+        names, openings, lowers = _text_words(text, openers)
+        found |= names
+        opening |= openings
+        lower |= lowers
     return frozenset(found | {_folded(w) for w in opening if w.casefold() not in lower})
+
+
+@functools.lru_cache(maxsize=65536)
+def _text_words(text: str, openers: bool) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    """One text's part of ``proper_words``: its names (folded), its opening words and its lower-case words (kept:
+    the same passages come back question after question)."""
+    found: set[str] = set()
+    opening: set[str] = set()
+    lower: set[str] = set()
+    plain = _plain(text)
+    label = len(plain) if _title_case(plain) else _label_end(plain)
+    for m in _TOKEN.finditer(plain):
+        word, at = m.group(0), m.start()
+        if not word[0].isupper():
+            lower.add(word.casefold())
+        elif at >= label and word.casefold() not in _NOT_NAMES and not _opens(plain, at):
+            found.add(_folded(word))
+        elif openers and word.isalpha() and len(word) >= 3 and word.casefold() not in _COMMON:
+            opening.add(word)
+    return frozenset(found), frozenset(opening), frozenset(lower)
 
 
 # Words that open a sentence as often as a name does, never names (with `_NOT_NAMES` and `_ENGLISH`).

@@ -221,12 +221,8 @@ VAULT2OKF = str(Path(sys.executable).parent / "vault2okf")
 
 
 @pytest.mark.slow
-def test_ask_agent_json_with_the_270m_gemma_on_a_shared_vault(tmp_path: Path) -> None:
-    from retriever.index import index_bundle
-
-    bundle = tmp_path / "children-of-ash"
-    convert(VAULT, bundle)
-    index_bundle(bundle, embedder_name="minilm", progress=False)
+def test_ask_agent_json_with_the_270m_gemma_on_a_shared_vault(coa_bundle: Path) -> None:
+    bundle = coa_bundle  # converted and indexed once per session; this test only reads it
     question = "Who commands the Ashfall PMC?"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     out = subprocess.run(

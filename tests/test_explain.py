@@ -158,3 +158,16 @@ def test_the_cli_the_tool_and_json_say_the_same(coa_bundle: Path, retriever: Ret
     tools = BundleTools(coa_bundle, spec=replace(DEFAULT_SPEC, k=2))
     assert tools.run("search", {"query": QUESTION, "k": 2, "explain": "Ashfall"})["explain"] == made
     assert tools.call("search", {"query": QUESTION, "explain": "No Such Note"}).is_error
+
+
+def test_a_seed_past_vector_at_k_tokens_with_scaled_seeds(retriever: Retriever) -> None:
+    """With ``--scale-seeds`` (runs off), the seeds themselves keep to vector@match's tokens: a vector-stage note
+    past them is cut by the budget, and the explanation says the seeds were kept to those tokens."""
+    question = "What is the host of those lavish galas known for through his family's history?"
+    spec = replace(DEFAULT_SPEC, runs=False)
+    assert spec.scale_seeds and spec.budget.match == 15
+    kept = set(hits(retriever, spec, question))
+    ranked = [n for n in hits(retriever, replace(spec, mode=Mode.VECTOR, budget=Budget()), question) if n not in kept]
+    made = next(m for m in (explain(retriever, question, spec, n) for n in ranked) if "--scale-seeds" in m.why)
+    assert made.cut is Cut.BUDGET and "vector@15's tokens" in made.why and rank(made, "vector notes") is not None
+    assert_settings_keep(retriever, spec, made, question)

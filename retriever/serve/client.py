@@ -115,7 +115,8 @@ def _parse_reply(reply: bytes) -> tuple[int, bytes]:
 
 def _unchunked(body: bytes) -> bytes:
     """A chunked body (RFC 9112 7.1) joined; ServerGone when it stops before its last chunk."""
-    out, at = [], 0
+    out: list[bytes] = []
+    at = 0
     while True:
         end = body.find(b"\r\n", at)
         try:

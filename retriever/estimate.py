@@ -19,11 +19,11 @@ from retriever.embed import DEFAULT_EMBEDDER, embedder_fingerprint, embedder_nam
 from retriever.encoder import OnnxEmbedder, load_encoder
 from retriever.errors import RetrieverError
 
-# Time per chunk of the BGE-M3-size stand-in over MiniLM's, both through onnxruntime fp32 (the traced graph `index`
-# writes) on thellade chunks in one run (reports/bench-embedder-cost.txt: 5.35 against 0.19 chunks/s, loads 10 and
-# 6, on groups of chunks of like length): 28x the weights per token, and BGE-M3 reads up to 1,024 tokens where
-# MiniLM stops at 256.
-BGE_M3_PER_MINILM = 28.0
+# Time per chunk of the BGE-M3-size stand-in over MiniLM's, each through the fp32 graph `index` writes for it
+# (fused at BGE-M3's size, as traced for MiniLM) on thellade chunks in one run (reports/bench-embedder-cost.txt:
+# 6.70 against 0.32 chunks/s, loads 4.8 and 4.6, on groups of chunks of like length): 28x the weights per token,
+# and BGE-M3 reads up to 1,024 tokens where MiniLM stops at 256.
+BGE_M3_PER_MINILM = 21.0
 SAMPLE = 24
 
 

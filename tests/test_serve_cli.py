@@ -81,14 +81,16 @@ def _imported(importtime: str, module: str) -> bool:
 
 
 def test_a_plain_search_reaches_the_server_before_typer_parses_it(server: Server, coa_bundle: Path) -> None:
-    """`search B Q [--json]` goes to the server before typer converts the parameters (pydantic) and imports none of
-    numpy, torch, chromadb or duckdb; the typed form (any option: here the default --k) gives the same result."""
+    """`search B Q [--json]` goes to the server before typer loads (`vault2okf.cli.main`) and imports none of
+    numpy, torch, chromadb, duckdb, typer or urllib (`client.post` speaks HTTP on a socket); the typed form (any
+    option: here the default --k) gives the same result."""
     from retriever.spec import DEFAULT_SPEC
 
     for options in (["--json"], []):
         plain = _run_importtime("search", str(coa_bundle), QUESTION, *options)
         typed = _run_importtime("search", str(coa_bundle), QUESTION, *options, "--k", str(DEFAULT_SPEC.k))
         assert [m for m in HEAVY if _imported(plain.stderr, m)] == []
+        assert [m for m in ("typer", "urllib.request", "http.client") if _imported(plain.stderr, m)] == []
         assert _imported(typed.stderr, "pydantic") and not _imported(typed.stderr, "onnxruntime")  # typer, served
         if options:
             assert without_timings(json.loads(plain.stdout)) == without_timings(json.loads(typed.stdout))

@@ -1,5 +1,5 @@
 """``python -m vault2okf``: the console command."""
 
-from vault2okf.cli import app
+from vault2okf.cli import main
 
-app(prog_name="vault2okf")
+main()

@@ -1,130 +1,45 @@
-"""The console command ``vault2okf``: the composition root. This package (``vault2okf.cli``) is the only one
-that imports every package: one module per command, the options they share in ``options.py``.
+"""The console command ``vault2okf``: ``main`` (the console script and ``python -m vault2okf``) and ``app``, the
+typer application (`vault2okf.cli.root`, imported when first asked for: ``from vault2okf.cli import app``).
 
-It holds the one error handler: a library error (each package's base exception) is printed as one line
-``Error: <message>`` with exit status 1; usage errors (a bad option or argument) keep click's exit status 2.
-
-Commands are mounted lazily: ``vault2okf search ...`` imports the module of ``search`` only, not those of
-``convert`` (YAML, the walker), ``mcp`` (DuckDB's SQL tool, the MCP SDK) or ``eval`` (matplotlib). ``--help``
-lists them all, and so imports them all.
+``main`` sends a plain ``search B Q [--json]`` to a running ``vault2okf serve`` before it imports typer
+(`vault2okf.cli.served`): typer and its click take 0.05-0.1 s of a served search's whole command on two cores,
+and such a search needs neither. Anything else runs through ``app``.
 """
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import os
 import sys
+from pathlib import Path
 from typing import Any
-
-import typer
-from typer.core import TyperGroup
-
-from vault2okf.protocol import BundleError
 
 # numpy's BLAS on one thread, set before anything imports numpy (a value the user set wins): every product the
 # retriever computes with it is small (a question against the chunk table: ~1 ms), and on a few cores OpenBLAS's
 # spinning threads fight torch's for them: warm search p50 44-74 -> 35 ms, CPU halved, on 2 cores.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-VERBOSE_ENV = "VAULT2OKF_VERBOSE"  # the same switches as retriever.embed's (this module must not import it)
-DOWNLOAD_ENV = "VAULT2OKF_DOWNLOAD"
-COMMANDS = {  # name: "module:function", each module in this package holding one command
-    name: f"vault2okf.cli.{name}:{name}_cmd"
-    for name in ("convert", "links", "index", "search", "ask", "chat", "eval", "mcp", "serve", "watch", "doctor")
-}
-SETTINGS: dict[str, Any] = {
-    "add_completion": False,
-    "rich_markup_mode": None,  # plain click output: an error is one line, not a box
-    "pretty_exceptions_enable": False,
-}
 
 
-def _command(name: str) -> Any:
-    """The click command of ``name``, its module imported now."""
-    from vault2okf.cli.options import PanelledCommand
+def main() -> None:
+    """The console command: a plain search a running server answers, printed without typer; else ``app``."""
+    from vault2okf.cli.served import Outcome, served_search
 
-    module, function = COMMANDS[name].split(":")
-    callback = getattr(importlib.import_module(module), function)
-    one = typer.Typer(**SETTINGS)
-    one.command(name, cls=PanelledCommand)(callback)
-    return typer.main.get_command(one)
+    argv = sys.argv[1:]
+    outcome = served_search(argv)
+    if outcome is Outcome.ANSWERED:
+        return
+    from vault2okf.cli.root import app
 
-
-class _Commands(TyperGroup):
-    def list_commands(self, ctx: Any) -> list[str]:
-        return list(COMMANDS)
-
-    def get_command(self, ctx: Any, cmd_name: str) -> Any:
-        if cmd_name not in self.commands and cmd_name in COMMANDS:
-            self.commands[cmd_name] = _command(cmd_name)
-        return self.commands.get(cmd_name)
-
-    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
-        name = args[0] if args else ""
-        if name and name not in COMMANDS and not name.startswith("-"):  # click's message, from the names alone
-            matches = ", ".join(repr(m) for m in difflib.get_close_matches(name, list(COMMANDS)))
-            ctx.fail(f"No such command {name!r}." + (f" Did you mean {matches}?" if matches else ""))
-        return super().resolve_command(ctx, args)
-
-    def invoke(self, ctx: Any) -> Any:
-        try:
-            return super().invoke(ctx)
-        except Exception as exc:
-            if not isinstance(exc, library_errors()):
-                raise
-            from vault2okf.cli.render import echo  # names in a message (a note's, a file's) print safely
-
-            echo(f"Error: {exc}", err=True)
-            raise typer.Exit(1) from None
+    app(args=[*argv, "--no-server"] if outcome is Outcome.IN_PROCESS else argv, prog_name="vault2okf")
 
 
-def library_errors() -> tuple[type[Exception], ...]:
-    """The bundle protocol's base error (``Vault2OkfError`` and ``RetrieverError`` derive from it), and OSError (disk
-    full, permission denied...). ``EvalError`` once ``eval`` is imported: no eval error can be raised before, and
-    importing the package costs a search its reports code."""
-    evaluation = sys.modules.get("eval.errors")
-    return (BundleError, OSError, *([evaluation.EvalError] if evaluation else []))
-
-
-class _App(typer.Typer):
-    """The console command: a plain ``search`` that a running ``vault2okf serve`` answers goes straight to it
-    (`vault2okf.cli.served`), before typer parses the command line; everything else through typer."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from vault2okf.cli.served import Outcome, served_search
-
-        if not args and kwargs.get("args") is None:
-            outcome = served_search(sys.argv[1:])
-            if outcome is Outcome.ANSWERED:
-                return None
-            if outcome is Outcome.IN_PROCESS:
-                kwargs["args"] = [*sys.argv[1:], "--no-server"]
-        return super().__call__(*args, **kwargs)
-
-
-app = _App(
-    cls=_Commands,
-    no_args_is_help=True,
-    help="Obsidian vault -> OKF bundle, questions, evaluation.",
-    **SETTINGS,
-)
-
-
-@app.callback()
-def _options(
-    verbose: bool = typer.Option(
-        False, "--verbose", help=f"Let model libraries print their progress bars and logs (or {VERBOSE_ENV}=1)."
-    ),
-    download: bool = typer.Option(
-        False,
-        "--download",
-        help="Let the embedder download missing weights from the Hugging Face hub, and a command that answers with "
-        "no --llm and no local model fetch the recommended Gemma 3 4B-it Q4_K_M GGUF, about 2.5 GB "
-        f"(or {DOWNLOAD_ENV}=1).",
-    ),
-) -> None:
-    """Obsidian vault -> OKF bundle, questions, evaluation."""
-    if verbose:
-        os.environ[VERBOSE_ENV] = "1"
-    if download:
-        os.environ[DOWNLOAD_ENV] = "1"
+def __getattr__(name: str) -> Any:
+    """``app``, ``COMMANDS`` and the rest of `vault2okf.cli.root`, imported on first use (a name of a module of this
+    package is not asked of it: ``from vault2okf.cli import served`` imports no typer)."""
+    if name.startswith("__") or (Path(__file__).parent / f"{name}.py").exists():
+        raise AttributeError(f"module 'vault2okf.cli' has no attribute {name!r}")
+    root = importlib.import_module("vault2okf.cli.root")
+    try:
+        return getattr(root, name)
+    except AttributeError:
+        raise AttributeError(f"module 'vault2okf.cli' has no attribute {name!r}") from None

@@ -17,6 +17,7 @@ from retriever.spec import Retrieval, SearchSpec, left_out_notice
 from vault2okf.cli.options import (
     BUNDLE,
     CHROMA_URL,
+    NO_SERVER,
     QUESTION,
     agent_options,
     answer_options,
@@ -26,7 +27,7 @@ from vault2okf.cli.options import (
     search_options,
 )  # fmt: skip
 from vault2okf.cli.render import context_lines, echo, notes, print_token, render_sources
-from vault2okf.cli.through import NO_SERVER, ask_through_server
+from vault2okf.cli.through import ask_through_server
 
 
 @search_options

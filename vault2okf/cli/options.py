@@ -26,6 +26,9 @@ VAULT = typer.Argument(..., help="The Obsidian vault folder (read only, never mo
 CONFIG = typer.Option(None, "--config", help="A vault2okf.toml (default: VAULT/vault2okf.toml).")
 FORCE = typer.Option(False, "--force", help="Replace a bundle holding files vault2okf did not write.")
 BUNDLE = typer.Argument(..., help="A bundle written by `vault2okf convert`.")
+NO_SERVER = typer.Option(
+    False, "--no-server", help="Run in this process even when a `vault2okf serve` holds the bundle."
+)
 QUESTION = typer.Argument(..., help="The question.")
 CHROMA_URL = typer.Option(None, "--chroma-url", help="A Chroma server (http://host:port) instead of the bundle's.")
 CONTEXT_TOKENS = typer.Option(

@@ -9,8 +9,6 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-import typer
-
 if TYPE_CHECKING:  # a search prints through here too, and imports nothing of the answer stage
     from retriever.answer.contract import Answer
     from retriever.retrieve import Hit, Retrieval
@@ -31,8 +29,21 @@ def terminal(text: str) -> str:
 
 
 def echo(text: str = "", *, err: bool = False, nl: bool = True) -> None:
-    """``typer.echo`` of ``terminal(text)``: how every command prints what holds names or text from a vault."""
-    typer.echo(terminal(text), err=err, nl=nl)
+    """``terminal(text)`` on stdout (stderr: ``err``), flushed: how every command prints what holds names or text
+    from a vault. What ``typer.echo`` writes, without importing typer (a served search prints through here before
+    typer loads): the text holds no escape sequence to strip, and a stream that cannot encode it is given to
+    ``typer.echo``, which writes it as its encoding allows."""
+    stream = sys.stderr if err else sys.stdout
+    if stream is None:  # no console (pythonw): nothing to print to
+        return
+    line = terminal(text) + ("\n" if nl else "")
+    try:
+        stream.write(line)
+    except UnicodeEncodeError:
+        import typer
+
+        typer.echo(line, err=err, nl=False)
+    stream.flush()
 
 
 def notes(lines: Iterable[str | None]) -> None:
@@ -73,8 +84,8 @@ def print_search(
         echo(json.dumps(payload, indent=2, ensure_ascii=False))
         return
     for line in hit_lines(retrieval):
-        typer.echo(line)
-    typer.echo(f"{retrieval.notes} notes, {retrieval.tokens} tokens, {retrieval.timings.get('retrieve_ms', 0):.1f} ms")
+        echo(line)  # `terminal` again changes nothing: hit_lines escaped every control character
+    echo(f"{retrieval.notes} notes, {retrieval.tokens} tokens, {retrieval.timings.get('retrieve_ms', 0):.1f} ms")
     if explained is not None:
         from retriever.explain import explanation_lines
 

@@ -8,9 +8,17 @@ from typing import Any
 import typer
 
 from retriever.spec import SearchSpec
-from vault2okf.cli.options import BUNDLE, CHROMA_URL, QUESTION, check_question, open_retriever, search_options
+from vault2okf.cli.options import (
+    BUNDLE,
+    CHROMA_URL,
+    NO_SERVER,
+    QUESTION,
+    check_question,
+    open_retriever,
+    search_options,
+)
 from vault2okf.cli.render import print_search
-from vault2okf.cli.through import NO_SERVER, search_through_server
+from vault2okf.cli.through import search_through_server
 
 
 @search_options

@@ -11,13 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import typer
-
 from vault2okf.cli.render import context_lines, echo, notes, print_token, render_sources
-
-NO_SERVER = typer.Option(
-    False, "--no-server", help="Run in this process even when a `vault2okf serve` holds the bundle."
-)
 
 
 def _address(bundle: Path, no_server: bool, chroma_url: str | None) -> Any:
@@ -41,7 +35,7 @@ def spec_body(question: str, spec: Any, name: str) -> dict[str, Any]:
 
 
 def gone(address: Any, error: Exception) -> None:
-    typer.echo(f"note: the server at {address.url} stopped answering ({error}); running in this process", err=True)
+    echo(f"note: the server at {address.url} stopped answering ({error}); running in this process", err=True)
 
 
 def search_through_server(
@@ -133,22 +127,22 @@ def _stream(address: Any, body: dict[str, Any], question: str, spec: Any, events
     for event, data in events(address, "/ask", body):
         if event == "sources" and early:
             for line in context_lines(None, served_retrieval(data["hits"], {"mode": "union"}, spec).hits):
-                typer.echo(line, err=True)
+                echo(line, err=True)
         elif event == "token":
             print_token(data["text"])
         elif event == "error":
-            typer.echo(f"note: the server could not answer ({data['error']}); running in this process", err=True)
+            echo(f"note: the server could not answer ({data['error']}); running in this process", err=True)
             return False
         elif event == "done":
             _say_left_out(data, question, spec)
             answer = _answer(data)
-            typer.echo("")
+            echo("")
             for line in render_sources(answer):
-                typer.echo(line)
+                echo(line)
             if not early:
                 hits = served_retrieval(data["retrieved"], {**data["retrieval"], "timings_ms": {}}, spec).hits
                 for line in context_lines(answer, hits):
-                    typer.echo(line, err=True)
+                    echo(line, err=True)
             return True
     return False
 

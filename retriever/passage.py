@@ -1,0 +1,98 @@
+"""The passage a hop note hands over with ``SearchSpec.passage`` (issue 37): at most N tokens of its best chunk,
+the window of whole lines (or sentences) that covers the most of what the search is about, instead of the whole
+chunk. A 400-token session chunk then costs a fraction of that, so more sessions of a run fit the same budget.
+
+What the search is about is a ``Focus``: the question's words, each weighed by its inverse document frequency
+over the chunks (a rare name counts more than "went"), and the names of the entity notes among the seeds at half
+that. A window's score is the weight of the distinct focus words it holds; the best window is the first of the
+highest score. A chunk that holds none of them gives its first N tokens. Pure: no index, no model.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from retriever.memory import words
+from retriever.tokens import count_tokens, token_spans
+
+SEED_NAME_WEIGHT = 0.5  # a seed's name word, against the same word in the question
+_BREAK = re.compile(r"\n+|(?<=[.!?])[ \t]+")  # between lines, and between sentences of a line
+
+
+@dataclass(frozen=True)
+class Focus:
+    """The words a passage is chosen for and their weights (``of``)."""
+
+    weights: Mapping[str, float]
+
+    @classmethod
+    def of(cls, question: str, seed_names: Iterable[str], idf: Mapping[str, float]) -> Focus:
+        """The question's words at their ``idf`` (1.0 for a word ``idf`` lacks), and the words of ``seed_names``
+        the question lacks at ``SEED_NAME_WEIGHT`` of theirs."""
+        weights = {w: idf.get(w, 1.0) for w in words(question)}
+        for name in seed_names:
+            for w in words(name):
+                weights.setdefault(w, SEED_NAME_WEIGHT * idf.get(w, 1.0))
+        return cls(weights)
+
+    def score(self, found: set[str]) -> float:
+        return sum(self.weights.get(w, 0.0) for w in found)
+
+
+@dataclass(frozen=True)
+class Passages:
+    """How a hop note's chunk is cut: at most ``size`` tokens, the window best covering ``focus``."""
+
+    size: int
+    focus: Focus
+
+    def cut(self, text: str, tokens: int) -> tuple[str, int]:
+        return passage(text, tokens, self.size, self.focus)
+
+
+def bm25_idf(num_docs: int, df: int) -> float:
+    """BM25's inverse document frequency (Lucene's, never negative)."""
+    return math.log(1 + (num_docs - df + 0.5) / (df + 0.5))
+
+
+def passage(text: str, tokens: int, size: int, focus: Focus) -> tuple[str, int]:
+    """``text`` (of ``tokens`` tokens) itself when it fits ``size``; else its best window of at most ``size``
+    tokens and that window's token count."""
+    if tokens <= size or size < 1:
+        return text, tokens
+    units = _units(text, size)
+    if not units:
+        return text, tokens
+    found = [set(words(text[a:b])) for a, b, _ in units]
+    best, best_score = (0, 0), -1.0
+    for i in range(len(units)):
+        spent, held, j = 0, set[str](), i
+        while j < len(units) and spent + units[j][2] <= size:
+            spent += units[j][2]
+            held |= found[j]
+            j += 1
+        score = focus.score(held)
+        if j > i and score > best_score:
+            best, best_score = (i, j), score
+    i, j = best
+    window = text[units[i][0] : units[j - 1][1]]
+    return window, count_tokens(window)
+
+
+def _units(text: str, size: int) -> list[tuple[int, int, int]]:
+    """(start, end, tokens) of each line or sentence of ``text`` that holds a token, in order; one longer than
+    ``size`` tokens is cut into pieces of ``size`` tokens at token boundaries."""
+    out: list[tuple[int, int, int]] = []
+    start = 0
+    for cut in [*_BREAK.finditer(text), None]:
+        end = len(text) if cut is None else cut.start()
+        spans = token_spans(text[start:end])
+        for at in range(0, len(spans), size):
+            piece = spans[at : at + size]
+            out.append((start + piece[0][0], start + piece[-1][1], len(piece)))
+        if cut is not None:
+            start = cut.end()
+    return out

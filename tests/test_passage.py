@@ -1,0 +1,102 @@
+"""Passages (``retriever/passage.py``, ``SearchSpec.passage`` and ``seed_passage``, issue 37): the window of a chunk
+chosen for the question, pure, then in a real search of the shared children-of-ash bundle (the session fixture),
+and ``--explain`` on a hop note the budget cuts, which names a passage size that keeps it."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from retriever.errors import RetrieverError
+from retriever.explain import Cut, explain
+from retriever.passage import SEED_NAME_WEIGHT, Focus, passage
+from retriever.retrieve import DEFAULT_SPEC, Retriever, SearchSpec, Via
+from retriever.tokens import count_tokens
+
+SESSION = "\n".join([
+    "- We wake in the purple tent and eat brownies from the goblin cart",
+    "- The guard at the checkpoint asks about the lockdown",
+    "- Trevor throws a book back at the door.",
+    "- We get an appointment to speak with Trevor at ten tomorrow",
+    "- The twins ask Alisha to find a ring",
+])  # fmt: skip
+
+
+def test_a_chunk_that_fits_is_handed_over_whole() -> None:
+    focus = Focus({"trevor": 2.0})
+    assert passage(SESSION, count_tokens(SESSION), 400, focus) == (SESSION, count_tokens(SESSION))
+
+
+def test_the_window_holds_the_lines_naming_what_the_question_asks() -> None:
+    focus = Focus.of("When did Trevor agree to an appointment?", [], {"trevor": 3.0, "appointment": 2.0})
+    text, tokens = passage(SESSION, count_tokens(SESSION), 25, focus)
+    assert "appointment to speak with Trevor" in text and "purple tent" not in text
+    assert text in SESSION and tokens == count_tokens(text) <= 25
+
+
+def test_without_a_focus_word_the_window_is_the_chunks_head() -> None:
+    text, tokens = passage(SESSION, count_tokens(SESSION), 20, Focus({"dragon": 1.0}))
+    assert SESSION.startswith(text) and tokens <= 20 and "goblin" in text
+
+
+def test_a_line_longer_than_the_window_is_cut_at_a_token() -> None:
+    line = " ".join(f"word{i}" for i in range(50)) + " Trevor " + " ".join(f"tail{i}" for i in range(50))
+    text, tokens = passage(line, count_tokens(line), 10, Focus({"trevor": 1.0}))
+    assert "Trevor" in text and tokens == count_tokens(text) == 10 and text in line
+
+
+def test_seed_names_weigh_half_a_question_word() -> None:
+    focus = Focus.of("Where is the ring?", ["Alisha", "Ring"], {"ring": 2.0, "alisha": 4.0})
+    assert focus.weights == {"ring": 2.0, "alisha": 4.0 * SEED_NAME_WEIGHT}
+
+
+def test_a_negative_passage_is_refused() -> None:
+    with pytest.raises(RetrieverError, match="passage must be 0"):
+        SearchSpec(passage=-1)
+
+
+@pytest.fixture(scope="module")
+def retriever(coa_bundle: Path) -> Retriever:
+    return Retriever.open(coa_bundle)
+
+
+QUESTION = "How did the party's view of the Brazen Thorn change from Session 3 to Session 6?"
+
+
+def test_hop_notes_and_seeds_hand_over_passages_of_their_chunks(retriever: Retriever) -> None:
+    whole = retriever.search(QUESTION, DEFAULT_SPEC)
+    cut = retriever.search(QUESTION, replace(DEFAULT_SPEC, passage=60))
+    hop = [h for h in cut.hits if h.via is Via.HOP]
+    assert hop and all(h.tokens <= 60 and h.tokens == count_tokens(h.text) for h in hop)
+    chunks = retriever.table.texts
+    assert all(any(h.text in chunks[r] for r in retriever.table.rows_of[h.note_id]) for h in hop)
+    assert sum(h.via is Via.HOP for h in cut.hits) > sum(h.via is Via.HOP for h in whole.hits)
+    assert cut.tokens <= whole.tokens + 60 and cut.tokens <= 6000
+    seeds = retriever.search(QUESTION, replace(DEFAULT_SPEC, seed_passage=80))
+    assert all(h.tokens <= 80 for h in seeds.hits if h.via is Via.VECTOR)
+    assert [h.text for h in retriever.search(QUESTION, replace(DEFAULT_SPEC, seed_passage=80, mode="vector")).hits] \
+        == [h.text for h in retriever.search(QUESTION, replace(DEFAULT_SPEC, mode="vector")).hits]  # fmt: skip
+
+
+def test_explain_names_a_passage_that_keeps_a_hop_note_the_budget_cut(retriever: Retriever) -> None:
+    spec = DEFAULT_SPEC
+    for question in (QUESTION, "Who ambushed the escort on the way to the pumping station, and whose warmechs were they?"):
+        kept = {h.note_id for h in retriever.search(question, spec).hits}
+        shorter = [h.note_id for h in retriever.search(question, replace(spec, passage=60)).hits]
+        gained = [n for n in shorter if n not in kept]
+        if gained:
+            break
+    else:
+        pytest.fail("no question had a hop note that only a 60-token passage kept")
+    made = explain(retriever, question, spec, gained[0])
+    assert made.cut is Cut.BUDGET and "its best chunk needs" in made.why
+    passages = [s for s in made.settings if s.option.startswith("--passage")]
+    assert passages, made.settings
+    for setting in passages:
+        assert gained[0] in {h.note_id for h in retriever.search(question, setting.apply(spec)).hits}
+    with_passage = replace(spec, passage=200)
+    if gained[0] not in {h.note_id for h in retriever.search(question, with_passage).hits}:
+        said = explain(retriever, question, with_passage, gained[0])
+        assert said.cut is Cut.BUDGET and "200-token passage needs" in said.why

@@ -8,12 +8,14 @@ default search (``DEFAULT_SPEC``, matched to vector@k) and the default with each
 spells them), answers every question of ``golden/<vault>.jsonl`` from each method's context with the extract
 answerer, the way `eval --answers --llm extract` does, and prints per tier the counts of the eval report's "Support"
 table (answerable questions a strong quote answers from a gold note, those any quote does; unanswerable ones
-answered strong) beside recall and mean context tokens, with the machine's load.
+answered strong) beside recall and mean context tokens, with the machine's load. Each method's summaries are
+kept in ``DIR/answers-<vault>.json`` (``scripts/select_frontier.py --answers`` reads them).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from dataclasses import replace
@@ -93,10 +95,15 @@ def main() -> None:
     wanted = methods([o for o in args.options.split(",") if o], args.k)
     lines = ["# The answer side of retrieval options (bench/answer_options.py)", "",
              f"`--llm extract` answering from each method's context at a budget matched to vector@{args.k}; "
-             "counts as in the eval report's Support table; recall overall and per tier; mean context tokens.", ""]  # fmt: skip
+             "counts as in the eval report's Support table; recall overall and per tier; mean context tokens.",
+             ""]  # fmt: skip
     for vault in args.vaults.split(","):
-        lines += table(vault, measure(vault, args.bundles, wanted))
-        print("\n".join(lines[-(len(wanted) * 5 + 4) :]), flush=True)
+        data = measure(vault, args.bundles, wanted)
+        cache = args.bundles / f"answers-{vault}.json"
+        saved = json.loads(cache.read_text("utf-8")) if cache.exists() else {}
+        cache.write_text(json.dumps({**saved, **data}, indent=1) + "\n", "utf-8")
+        lines += table(vault, data)
+        print("\n".join(table(vault, data)), flush=True)
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     lines.append(f"(load average when written: {load})")
     print(lines[-1])

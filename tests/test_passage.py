@@ -65,13 +65,19 @@ def retriever(coa_bundle: Path) -> Retriever:
 QUESTION = "How did the party's view of the Brazen Thorn change from Session 3 to Session 6?"
 
 
+def of_chunk(text: str, chunk: str) -> bool:
+    """``text`` is a window of ``chunk``, or its header line and a window of the rest."""
+    head, _, rest = text.partition("\n")
+    return text in chunk or (chunk.startswith(f"{head}\n") and rest in chunk)
+
+
 def test_hop_notes_and_seeds_hand_over_passages_of_their_chunks(retriever: Retriever) -> None:
     whole = retriever.search(QUESTION, DEFAULT_SPEC)
     cut = retriever.search(QUESTION, replace(DEFAULT_SPEC, passage=60))
     hop = [h for h in cut.hits if h.via is Via.HOP]
     assert hop and all(h.tokens <= 60 and h.tokens == count_tokens(h.text) for h in hop)
     chunks = retriever.table.texts
-    assert all(any(h.text in chunks[r] for r in retriever.table.rows_of[h.note_id]) for h in hop)
+    assert all(any(of_chunk(h.text, chunks[r]) for r in retriever.table.rows_of[h.note_id]) for h in hop)
     assert sum(h.via is Via.HOP for h in cut.hits) > sum(h.via is Via.HOP for h in whole.hits)
     assert cut.tokens <= whole.tokens + 60 and cut.tokens <= 6000
     seeds = retriever.search(QUESTION, replace(DEFAULT_SPEC, seed_passage=80))
@@ -100,3 +106,25 @@ def test_explain_names_a_passage_that_keeps_a_hop_note_the_budget_cut(retriever:
     if gained[0] not in {h.note_id for h in retriever.search(question, with_passage).hits}:
         said = explain(retriever, question, with_passage, gained[0])
         assert said.cut is Cut.BUDGET and "200-token passage needs" in said.why
+
+
+def test_a_chunk_keeps_its_header_line_and_the_window_fills_the_rest() -> None:
+    chunk = f"Session 18 > Notes\n{SESSION}"
+    focus = Focus({"trevor": 3.0, "appointment": 2.0})
+    text, tokens = passage(chunk, count_tokens(chunk), 25, focus, "Session 18")
+    assert text.startswith("Session 18 > Notes\n") and "appointment to speak with Trevor" in text
+    assert tokens == count_tokens(text) <= 25 and "purple tent" not in text
+    other, _ = passage(chunk, count_tokens(chunk), 25, focus, "Another title")  # not its header: windowed as text
+    assert "appointment to speak with Trevor" in other and not other.startswith("Session 18 > Notes")
+
+
+def test_a_server_runs_the_passages_a_client_asks_for() -> None:
+    from retriever.serve.library import BadRequest
+    from retriever.serve.views import read_query
+    from vault2okf.cli.through import spec_body
+
+    spec = replace(DEFAULT_SPEC, passage=80, seed_passage=150)
+    assert read_query(spec_body("Who?", spec, "")).spec == spec
+    for bad in (True, -1, "80"):
+        with pytest.raises(BadRequest, match='"passage" must be an integer'):
+            read_query({"question": "Who?", "passage": bad})

@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from retriever.chunk import split_header
 from retriever.memory import words
 from retriever.tokens import count_tokens, token_spans
 
@@ -49,8 +50,8 @@ class Passages:
     size: int
     focus: Focus
 
-    def cut(self, text: str, tokens: int) -> tuple[str, int]:
-        return passage(text, tokens, self.size, self.focus)
+    def cut(self, text: str, tokens: int, title: str = "") -> tuple[str, int]:
+        return passage(text, tokens, self.size, self.focus, title)
 
 
 def bm25_idf(num_docs: int, df: int) -> float:
@@ -58,14 +59,28 @@ def bm25_idf(num_docs: int, df: int) -> float:
     return math.log(1 + (num_docs - df + 0.5) / (df + 0.5))
 
 
-def passage(text: str, tokens: int, size: int, focus: Focus) -> tuple[str, int]:
+def passage(text: str, tokens: int, size: int, focus: Focus, title: str = "") -> tuple[str, int]:
     """``text`` (of ``tokens`` tokens) itself when it fits ``size``; else its best window of at most ``size``
-    tokens and that window's token count."""
+    tokens and that window's token count. A chunk of a note titled ``title`` keeps its header line (``Title >
+    Heading``: the answerers read the section from it) and its window fills the rest of ``size``; a header of
+    ``size`` tokens or more is windowed with the rest."""
     if tokens <= size or size < 1:
         return text, tokens
+    _, rest = split_header(text, title) if title else ((), text)
+    head = text[: len(text) - len(rest)] if rest != text else ""
+    room = size - count_tokens(head)
+    if head and room >= 1:
+        window, _ = _window(rest, room, focus)
+        cut = f"{head}{window}"
+        return cut, count_tokens(cut)
+    return _window(text, size, focus)
+
+
+def _window(text: str, size: int, focus: Focus) -> tuple[str, int]:
+    """The first window of ``text`` of at most ``size`` tokens holding the most of ``focus``, and its tokens."""
     units = _units(text, size)
     if not units:
-        return text, tokens
+        return text, 0
     found = [set(words(text[a:b])) for a, b, _ in units]
     best, best_score = (0, 0), -1.0
     for i in range(len(units)):

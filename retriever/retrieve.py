@@ -372,7 +372,8 @@ class Retriever:
         passages = self.passages(question, found, spec.seed_passage) if spec.mode is not Mode.VECTOR else None
         if passages is None:
             return found
-        return [replace(h, text=text, tokens=size) for h in found for text, size in [passages.cut(h.text, h.tokens)]]
+        cut = [(h, passages.cut(h.text, h.tokens, h.title)) for h in found]
+        return [replace(h, text=text, tokens=size) for h, (text, size) in cut]
 
     def _hybrid(
         self, question: str, wide: list[ChunkHit], k: int, spec: SearchSpec, passing: Passing | None
@@ -553,7 +554,8 @@ class Retriever:
         row = best[0]
         text, size = self.table.texts[row], int(self.table.tokens[row])
         if passages is not None:
-            text, size = passages.cut(text, size)
+            concept = self.graph.concepts.get(note)
+            text, size = passages.cut(text, size, concept.title if concept else "")
         return row, text, size
 
     def _reached_from(self, note: str, first: list[Hit], sessions: bool) -> str | None:

@@ -1,11 +1,11 @@
 """The passage a hop note hands over with ``SearchSpec.passage`` (issue 37): at most N tokens of its best chunk,
-the window of whole lines (or sentences) that covers the most of what the search is about, instead of the whole
-chunk. A 400-token session chunk then costs a fraction of that, so more sessions of a run fit the same budget.
+the lines (or sentences) that hold the most of what the search is about, instead of the whole chunk. A 400-token session chunk then costs a fraction of that, so more sessions of a run fit the same budget.
 
 What the search is about is a ``Focus``: the question's words, each weighed by its inverse document frequency
 over the chunks (a rare name counts more than "went"), and the names of the entity notes among the seeds at half
-that. A window's score is the weight of the distinct focus words it holds; the best window is the first of the
-highest score. A chunk that holds none of them gives its first N tokens. Pure: no index, no model.
+that. A line's score is the weight of the distinct focus words it holds; the passage takes the best lines that fit,
+then the others from the top, and gives them in the chunk's order (lines apart joined by a line break: the
+answerers quote line by line). A chunk that holds none of them gives its first N tokens. Pure: no index, no model.
 """
 
 from __future__ import annotations
@@ -77,24 +77,33 @@ def passage(text: str, tokens: int, size: int, focus: Focus, title: str = "") ->
 
 
 def _window(text: str, size: int, focus: Focus) -> tuple[str, int]:
-    """The first window of ``text`` of at most ``size`` tokens holding the most of ``focus``, and its tokens."""
+    """The lines of ``text`` (at most ``size`` tokens) holding the most of ``focus``, in the text's order, and
+    their tokens: the best-scoring lines first (a line's score: the weight of the distinct focus words it holds;
+    ties to the earlier), each that still fits, then the lines holding none of them from the top."""
     units = _units(text, size)
     if not units:
         return text, 0
-    found = [set(words(text[a:b])) for a, b, _ in units]
-    best, best_score = (0, 0), -1.0
-    for i in range(len(units)):
-        spent, held, j = 0, set[str](), i
-        while j < len(units) and spent + units[j][2] <= size:
-            spent += units[j][2]
-            held |= found[j]
-            j += 1
-        score = focus.score(held)
-        if j > i and score > best_score:
-            best, best_score = (i, j), score
-    i, j = best
-    window = text[units[i][0] : units[j - 1][1]]
+    scores = [focus.score(set(words(text[a:b]))) for a, b, _ in units]
+    ranked = sorted(range(len(units)), key=lambda i: (-scores[i], i) if scores[i] > 0 else (0.0, len(units) + i))
+    kept, spent = set[int](), 0
+    for i in ranked:
+        if spent + units[i][2] <= size:
+            kept.add(i)
+            spent += units[i][2]
+    window = _joined(text, units, sorted(kept))
     return window, count_tokens(window)
+
+
+def _joined(text: str, units: list[tuple[int, int, int]], kept: list[int]) -> str:
+    """The kept units of ``text``, neighbours as written, a gap between two of them as one line break."""
+    out = ""
+    for n, i in enumerate(kept):
+        start, end, _ = units[i]
+        if n and kept[n - 1] == i - 1:
+            out += text[units[i - 1][1] : end]
+        else:
+            out += ("\n" if n else "") + text[start:end]
+    return out
 
 
 def _units(text: str, size: int) -> list[tuple[int, int, int]]:

@@ -36,6 +36,14 @@ def test_the_window_holds_the_lines_naming_what_the_question_asks() -> None:
     assert text in SESSION and tokens == count_tokens(text) <= 25
 
 
+def test_lines_apart_are_kept_in_order_and_the_rest_fills_from_the_top() -> None:
+    focus = Focus({"brownies": 3.0, "ring": 2.0})
+    text, tokens = passage(SESSION, count_tokens(SESSION), 33, focus)
+    first, *rest = SESSION.split("\n")
+    assert text.split("\n")[0] == first and text.split("\n")[-1] == rest[-1]  # both focus lines, in order
+    assert tokens == count_tokens(text) == 33 and "guard at the checkpoint" in text and "Trevor" not in text  # the top line that fits
+
+
 def test_without_a_focus_word_the_window_is_the_chunks_head() -> None:
     text, tokens = passage(SESSION, count_tokens(SESSION), 20, Focus({"dragon": 1.0}))
     assert SESSION.startswith(text) and tokens <= 20 and "goblin" in text
@@ -66,9 +74,14 @@ QUESTION = "How did the party's view of the Brazen Thorn change from Session 3 t
 
 
 def of_chunk(text: str, chunk: str) -> bool:
-    """``text`` is a window of ``chunk``, or its header line and a window of the rest."""
-    head, _, rest = text.partition("\n")
-    return text in chunk or (chunk.startswith(f"{head}\n") and rest in chunk)
+    """Every line of ``text`` is in ``chunk``, in the chunk's order."""
+    at = 0
+    for line in text.split("\n"):
+        at = chunk.find(line, at)
+        if at < 0:
+            return False
+        at += len(line)
+    return True
 
 
 def test_hop_notes_and_seeds_hand_over_passages_of_their_chunks(retriever: Retriever) -> None:

@@ -1,5 +1,6 @@
 """The passage a hop note hands over with ``SearchSpec.passage`` (issue 37): at most N tokens of its best chunk,
-the lines (or sentences) that hold the most of what the search is about, instead of the whole chunk. A 400-token session chunk then costs a fraction of that, so more sessions of a run fit the same budget.
+the lines (or sentences) that hold the most of what the search is about, instead of the whole chunk. A 400-token
+session chunk then costs a fraction of that, so more sessions of a run fit the same budget.
 
 What the search is about is a ``Focus``: the question's words, each weighed by its inverse document frequency
 over the chunks (a rare name counts more than "went"), and the names of the entity notes among the seeds at half

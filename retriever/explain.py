@@ -238,7 +238,7 @@ def _trace(retriever: Retriever, question: str, spec: SearchSpec, qvec: np.ndarr
     ranked, scores = retriever.hop_order(question, qvec, first, spec, passing, found)
     budget = retriever.hop_budget(dense, spec)
     outcome: dict[str, tuple[Room, int]] = {}
-    passages = retriever.passages(question, first, spec.passage)
+    passages = retriever.passages(question, first, spec.passage, spec.passage_sessions)
     retriever.fill(qvec, ranked, scores, budget, len(first), sum(h.tokens for h in first), outcome, passages)
     added = sum(1 for fate, _ in outcome.values() if fate is Room.FITS)
     ranks.append(Rank("hop candidates", _place(note, ranked), len(ranked), added))

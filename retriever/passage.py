@@ -50,6 +50,7 @@ class Passages:
 
     size: int
     focus: Focus
+    sessions_only: bool = False  # cut only session notes' chunks (``SearchSpec.passage_sessions``)
 
     def cut(self, text: str, tokens: int, title: str = "") -> tuple[str, int]:
         return passage(text, tokens, self.size, self.focus, title)

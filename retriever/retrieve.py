@@ -27,7 +27,7 @@ from retriever.cachefile import size_limit
 from retriever.embed import Embedder
 from retriever.errors import RetrieverError, check_decodable
 from retriever.filters import NoteFilter
-from retriever.graph import GraphAnalytics, NoteGraph, graph_key, load_analytics, read_graph
+from retriever.graph import Concept, GraphAnalytics, NoteGraph, graph_key, load_analytics, read_graph
 from retriever.memory import ChunkTable, ContextVectors, Lexical, SavedLexical, read_lexical, words
 from retriever.mentions import (
     SESSION_MENTIONS_CACHE,
@@ -341,7 +341,7 @@ class Retriever:
         room = self.hop_budget(dense, spec)
         if not run or room.tokens is None:
             return spec.budget
-        sizes = [int(self.table.tokens[rows[0]]) for n in run if (rows := self.table.rows_of.get(n))]
+        sizes = [int(self.table.tokens[rows[0]]) for n in run if (rows := self.table.rows_of.get(n))]  # sessions
         size = sum(min(n, spec.passage) if spec.passage else n for n in sizes)  # a passage costs at most that
         tokens = max(room.tokens - size, int(room.tokens * RUN_SEEDS_SHARE))
         notes = None if spec.budget.notes is None else max(spec.budget.notes - len(run), 1)
@@ -369,10 +369,12 @@ class Retriever:
         for chunk in chunks:
             by_note.setdefault(chunk.note_id, []).append(chunk)
         found = [self._hit(note, group) for note, group in by_note.items()]
-        passages = self.passages(question, found, spec.seed_passage) if spec.mode is not Mode.VECTOR else None
+        cuts = spec.seed_passage and spec.mode is not Mode.VECTOR
+        passages = self.passages(question, found, spec.seed_passage, spec.passage_sessions) if cuts else None
         if passages is None:
             return found
-        cut = [(h, passages.cut(h.text, h.tokens, h.title)) for h in found]
+        cut = [(h, passages.cut(h.text, h.tokens, h.title) if _cuts(passages, h.concept) else (h.text, h.tokens))
+               for h in found]  # fmt: skip
         return [replace(h, text=text, tokens=size) for h, (text, size) in cut]
 
     def _hybrid(
@@ -452,7 +454,7 @@ class Retriever:
         ranked, scores = self.hop_order(question, qvec, first, spec, passing, found)
         if not ranked:
             return []
-        passages = self.passages(question, first, spec.passage)
+        passages = self.passages(question, first, spec.passage, spec.passage_sessions)
         added = self.fill(qvec, ranked, scores, budget, len(first), sum(h.tokens for h in first), passages=passages)
         return [replace(h, seed=self._reached_from(h.note_id, first, spec.sessions)) for h in added]
 
@@ -533,17 +535,17 @@ class Retriever:
         bonus = rrf(listed)
         return {n: s + bonus.get(n, 0.0) for n, s in scores.items()}
 
-    def passages(self, question: str, first: Sequence[Hit], size: int) -> Passages | None:
-        """How to cut a note's text to ``size`` tokens (0: not at all, None): the window best covering the
+    def passages(self, question: str, first: Sequence[Hit], size: int, sessions_only: bool = False) -> Passages | None:
+        """How to cut a note's text to ``size`` tokens (0: not at all, None): the lines best covering the
         question's words and the names of the entity notes among ``first`` (the seeds), weighed by their BM25 IDF
-        over the chunks (``retriever.passage``)."""
+        over the chunks (``retriever.passage``); with ``sessions_only`` only session notes are cut."""
         if not size:
             return None
         names = [h.title for h in first if h.concept is not None and h.concept.session_key is None]
         chunks = self.lexical.chunks
         terms = {w for text in (question, *names) for w in words(text)}
         idf = {w: bm25_idf(chunks.num_docs, chunks.df(w)) for w in terms}
-        return Passages(size, Focus.of(question, names, idf))
+        return Passages(size, Focus.of(question, names, idf), sessions_only)
 
     def hop_part(self, note: str, qvec: np.ndarray, passages: Passages | None = None) -> tuple[int, str, int] | None:
         """What the hop hands over of ``note``: its chunk closest to the question (row, text, tokens), cut to its
@@ -553,8 +555,8 @@ class Retriever:
             return None
         row = best[0]
         text, size = self.table.texts[row], int(self.table.tokens[row])
-        if passages is not None:
-            concept = self.graph.concepts.get(note)
+        concept = self.graph.concepts.get(note)
+        if passages is not None and _cuts(passages, concept):
             text, size = passages.cut(text, size, concept.title if concept else "")
         return row, text, size
 
@@ -657,6 +659,11 @@ class Offers:
     def mentioned_only(self) -> frozenset[str]:
         """The notes offered for an unlinked mention alone."""
         return self.edges - self.linked
+
+
+def _cuts(passages: Passages, concept: Concept | None) -> bool:
+    """Whether ``passages`` cut a note's text: every note's, or with ``sessions_only`` a session note's."""
+    return not passages.sessions_only or (concept is not None and concept.session_key is not None)
 
 
 def _dense_k(k: int, seeds: Seeds, dedup: bool) -> int:

@@ -96,7 +96,8 @@ class SearchSpec:
     vector@K's tokens like the hop; ``passage=N`` (0: off) makes each hop note hand over at most N tokens of its
     best chunk, the window of lines best covering the question's words and the seeds' names (``retriever.passage``),
     so more notes fit the budget; ``seed_passage=N`` cuts the vector stage's notes (union and graph modes) the same
-    way. Strings are accepted for the enums; a value outside their sets, or an unknown
+    way; ``passage_sessions`` cuts only session notes so (the other notes hand over whole chunks). Strings are
+    accepted for the enums; a value outside their sets, or an unknown
     ranker, is a ``RetrieverError``.
     """
 
@@ -120,6 +121,7 @@ class SearchSpec:
     twins: bool = False
     passage: int = 0
     seed_passage: int = 0
+    passage_sessions: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mode", _member(Mode, self.mode, "mode"))

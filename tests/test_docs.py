@@ -27,7 +27,7 @@ EVERYDAY = ("--k", "--mode", "--max-notes", "--max-tokens", "--type", "--tag", "
 EXPERIMENTAL = (
     "--match-vector", "--ranker", "--seeds", "--dedup", "--sessions", "--mentions", "--named", "--threads", "--phrases",
     "--runs", "--mention-edges", "--entities", "--entity-rank", "--scale-seeds", "--twins", "--passage",
-    "--seed-passage",
+    "--seed-passage", "--passage-sessions",
 )  # fmt: skip
 ANSWER = ("--llm", "--model", "--answer-tokens")
 

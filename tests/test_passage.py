@@ -143,3 +143,15 @@ def test_a_server_runs_the_passages_a_client_asks_for() -> None:
     for bad in (True, -1, "80"):
         with pytest.raises(BadRequest, match='"passage" must be an integer'):
             read_query({"question": "Who?", "passage": bad})
+
+
+def test_passage_sessions_cuts_session_notes_only(retriever: Retriever) -> None:
+    spec = replace(DEFAULT_SPEC, passage=40, seed_passage=60, passage_sessions=True)
+    got = retriever.search(QUESTION, spec).hits
+    sessions = [h for h in got if h.concept is not None and h.concept.session_key is not None]
+    others = [h for h in got if h not in sessions]
+    assert sessions and others
+    assert all(h.tokens <= (40 if h.via is Via.HOP else 60) for h in sessions)
+    texts = set(retriever.table.texts)
+    assert all(h.text in texts for h in others)  # whole chunks (dedup: one per note)
+    assert any(h.text not in texts for h in sessions)

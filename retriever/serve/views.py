@@ -25,7 +25,7 @@ MAX_NOTE_REF = 1000  # characters of the note `explain` names
 SNIPPET_CHARS = 300
 SPEC_FIELDS = ("mode", "seeds", "ranker", "sessions", "mentions", "named", "dedup", "threads", "phrases", "runs",
                "mention_edges", "entities", "entity_rank", "scale_seeds",
-               "twins")  # fmt: skip
+               "twins", "passage_sessions")  # fmt: skip
 BUDGET_FIELDS = {"max_notes": "notes", "max_tokens": "tokens", "match_vector": "match"}
 FILTER_KEYS = {"type": list, "tag": list, "folder": list, "since": str, "until": str}
 

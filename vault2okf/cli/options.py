@@ -118,6 +118,8 @@ def search_options(command: Callable[..., None]) -> Callable[..., None]:
             "words and the seeds' names (0: the whole chunk).")),
         ("seed_passage", int, typer.Option(D.seed_passage, "--seed-passage", min=0, rich_help_panel=EXPERIMENTS,
             help="The same for the vector stage's notes: at most N tokens each (0: their whole chunks).")),
+        ("passage_sessions", bool, typer.Option(D.passage_sessions, "--passage-sessions/--no-passage-sessions",
+            rich_help_panel=EXPERIMENTS, help="--passage and --seed-passage cut session notes only.")),
     )  # fmt: skip
 
     def spec(values: dict[str, Any]) -> SearchSpec:

@@ -290,7 +290,8 @@ def _cut(retriever: Retriever, question: str, spec: SearchSpec, trace: _Trace, n
         why = "left room for a run" if spec.runs else f"kept to vector@{spec.budget.match}'s tokens (--scale-seeds)"
         return made[0], f"{made[1]} (the seeds {why})"
     if note in trace.outcome:
-        return _hop_cut(trace, spec, note)
+        session = retriever.graph.concepts[note].session_key is not None
+        return _hop_cut(trace, spec, note, bool(spec.passage) and (session or not spec.passage_sessions))
     stage = next((r for r in trace.ranks if r.rank is not None and r.stage in ("fused chunks", "vector chunks")), None)
     where = f"its best chunk ranked {stage.rank} ({stage.stage})" if stage else "no chunk of it ranked"
     if not spec.dedup:
@@ -323,7 +324,7 @@ def _vector_cut(trace: _Trace, budget: Budget, note: str) -> tuple[Cut, str]:
     return Cut.CAP, f"the vector stage ranked it after the {budget.notes} notes of --max-notes"
 
 
-def _hop_cut(trace: _Trace, spec: SearchSpec, note: str) -> tuple[Cut, str]:
+def _hop_cut(trace: _Trace, spec: SearchSpec, note: str, cut_to_passage: bool) -> tuple[Cut, str]:
     fate, spent = trace.outcome[note]
     at = _place(note, trace.ranked)
     head = f"the hop ranked it {at} of {len(trace.ranked)} candidates"
@@ -334,7 +335,7 @@ def _hop_cut(trace: _Trace, spec: SearchSpec, note: str) -> tuple[Cut, str]:
     of = f"vector@{spec.budget.match}'s {cap}" if spec.budget.match and cap != spec.budget.tokens else f"{cap}"
     if spent >= cap:
         return Cut.BUDGET, f"{head}; the seeds and the hop's earlier notes already spent {spent} tokens of {of}"
-    part = f"its {spec.passage}-token passage" if spec.passage else "its best chunk"
+    part = f"its {spec.passage}-token passage" if cut_to_passage else "its best chunk"
     needs = f"{part} needs {trace.sizes[note]}" if note in trace.sizes else f"{part} needs more"
     return Cut.BUDGET, f"{head}; {cap - spent} tokens were left of {of}, and {needs}"
 

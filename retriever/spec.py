@@ -157,12 +157,14 @@ def _member(enum: type[StrEnum], value: object, what: str) -> Any:
 
 DEFAULT_SPEC = SearchSpec(
     Mode.UNION, 10, Seeds.HYBRID, DEFAULT_RANKER, True, Budget(notes=None, tokens=6000, match=15),
-    dedup=True, phrases=True, runs=True, scale_seeds=True, twins=True,
+    dedup=True, phrases=True, runs=True, scale_seeds=True, twins=True, passage=100, seed_passage=200,
+    passage_sessions=True,
 )  # fmt: skip
 """What ``search``, ``ask``, ``chat`` and the tools do with no options: chosen blind, leave one vault out, by
 ``scripts/select_default.py`` (reports/ranker-selection.md: the ranker, hybrid seeds, dedup, phrases) and by
 ``scripts/select_frontier.py`` at budgets matched to vector@5, @10 and @15 (reports/frontier-selection.md: runs,
-twins, scale_seeds, and no note cap: the context is capped in tokens). Neither the seeds nor the hop
+twins, scale_seeds, and no note cap: the context is capped in tokens; then, with `--answers`, the passages:
+a session note hands over at most 100 tokens as a hop note, 200 as a seed). Neither the seeds nor the hop
 spend more than vector@15 would on the question; with ``--match-vector K`` no more than vector@K, from
 ``10 * K / 15`` seeds."""
 

@@ -85,23 +85,31 @@ def of_chunk(text: str, chunk: str) -> bool:
     return True
 
 
+WHOLE = replace(DEFAULT_SPEC, passage=0, seed_passage=0, passage_sessions=False)  # whole chunks everywhere
+
+
+def test_the_default_cuts_session_notes_only() -> None:
+    # chosen blind with the answers' condition (reports/frontier-selection.md, scripts/select_frontier.py --answers)
+    assert (DEFAULT_SPEC.passage, DEFAULT_SPEC.seed_passage, DEFAULT_SPEC.passage_sessions) == (100, 200, True)
+
+
 def test_hop_notes_and_seeds_hand_over_passages_of_their_chunks(retriever: Retriever) -> None:
-    whole = retriever.search(QUESTION, DEFAULT_SPEC)
-    cut = retriever.search(QUESTION, replace(DEFAULT_SPEC, passage=60))
+    whole = retriever.search(QUESTION, WHOLE)
+    cut = retriever.search(QUESTION, replace(WHOLE, passage=60))
     hop = [h for h in cut.hits if h.via is Via.HOP]
     assert hop and all(h.tokens <= 60 and h.tokens == count_tokens(h.text) for h in hop)
     chunks = retriever.table.texts
     assert all(any(of_chunk(h.text, chunks[r]) for r in retriever.table.rows_of[h.note_id]) for h in hop)
     assert sum(h.via is Via.HOP for h in cut.hits) > sum(h.via is Via.HOP for h in whole.hits)
     assert cut.tokens <= whole.tokens + 60 and cut.tokens <= 6000
-    seeds = retriever.search(QUESTION, replace(DEFAULT_SPEC, seed_passage=80))
+    seeds = retriever.search(QUESTION, replace(WHOLE, seed_passage=80))
     assert all(h.tokens <= 80 for h in seeds.hits if h.via is Via.VECTOR)
-    assert [h.text for h in retriever.search(QUESTION, replace(DEFAULT_SPEC, seed_passage=80, mode="vector")).hits] \
-        == [h.text for h in retriever.search(QUESTION, replace(DEFAULT_SPEC, mode="vector")).hits]  # fmt: skip
+    assert [h.text for h in retriever.search(QUESTION, replace(WHOLE, seed_passage=80, mode="vector")).hits] \
+        == [h.text for h in retriever.search(QUESTION, replace(WHOLE, mode="vector")).hits]  # fmt: skip
 
 
 def test_explain_names_a_passage_that_keeps_a_hop_note_the_budget_cut(retriever: Retriever) -> None:
-    spec = DEFAULT_SPEC
+    spec = WHOLE
     ambush = "Who ambushed the escort on the way to the pumping station, and whose warmechs were they?"
     for question in (QUESTION, ambush):
         kept = {h.note_id for h in retriever.search(question, spec).hits}
@@ -146,7 +154,7 @@ def test_a_server_runs_the_passages_a_client_asks_for() -> None:
 
 
 def test_passage_sessions_cuts_session_notes_only(retriever: Retriever) -> None:
-    spec = replace(DEFAULT_SPEC, passage=40, seed_passage=60, passage_sessions=True)
+    spec = replace(WHOLE, passage=40, seed_passage=60, passage_sessions=True)
     got = retriever.search(QUESTION, spec).hits
     sessions = [h for h in got if h.concept is not None and h.concept.session_key is not None]
     others = [h for h in got if h not in sessions]

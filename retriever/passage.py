@@ -11,15 +11,17 @@ answerers quote line by line). A chunk that holds none of them gives its first N
 
 from __future__ import annotations
 
+import functools
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 
 from retriever.chunk import split_header
 from retriever.memory import words
 from retriever.tokens import count_tokens, token_spans
 
+LINES_CACHED = 4096  # chunks whose split into lines is kept (the same for every question)
 SEED_NAME_WEIGHT = 0.5  # a seed's name word, against the same word in the question
 _BREAK = re.compile(r"\n+|(?<=[.!?])[ \t]+")  # between lines, and between sentences of a line
 
@@ -40,7 +42,7 @@ class Focus:
                 weights.setdefault(w, SEED_NAME_WEIGHT * idf.get(w, 1.0))
         return cls(weights)
 
-    def score(self, found: set[str]) -> float:
+    def score(self, found: Set[str]) -> float:
         return sum(self.weights.get(w, 0.0) for w in found)
 
 
@@ -68,35 +70,52 @@ def passage(text: str, tokens: int, size: int, focus: Focus, title: str = "") ->
     ``size`` tokens or more is windowed with the rest."""
     if tokens <= size or size < 1:
         return text, tokens
+    lines = _lines(text, size, title)
+    if not lines.units:
+        return text, 0
+    window = lines.head + _window(lines, focus)
+    return window, count_tokens(window)
+
+
+@dataclass(frozen=True)
+class _Lines:
+    """A chunk's text split for a passage of ``room`` tokens: its header line, the rest, and each unit of the rest
+    (start, end, tokens) with its words; the same for every question, so worked out once (``_lines``)."""
+
+    head: str
+    body: str
+    room: int
+    units: tuple[tuple[int, int, int], ...]
+    found: tuple[frozenset[str], ...]
+
+
+@functools.lru_cache(maxsize=LINES_CACHED)
+def _lines(text: str, size: int, title: str) -> _Lines:
     _, rest = split_header(text, title) if title else ((), text)
     head = text[: len(text) - len(rest)] if rest != text else ""
     room = size - count_tokens(head)
-    if head and room >= 1:
-        window, _ = _window(rest, room, focus)
-        cut = f"{head}{window}"
-        return cut, count_tokens(cut)
-    return _window(text, size, focus)
+    if not head or room < 1:
+        head, rest, room = "", text, size
+    units = tuple(_units(rest, room))
+    return _Lines(head, rest, room, units, tuple(frozenset(words(rest[a:b])) for a, b, _ in units))
 
 
-def _window(text: str, size: int, focus: Focus) -> tuple[str, int]:
-    """The lines of ``text`` (at most ``size`` tokens) holding the most of ``focus``, in the text's order, and
-    their tokens: the best-scoring lines first (a line's score: the weight of the distinct focus words it holds;
-    ties to the earlier), each that still fits, then the lines holding none of them from the top."""
-    units = _units(text, size)
-    if not units:
-        return text, 0
-    scores = [focus.score(set(words(text[a:b]))) for a, b, _ in units]
+def _window(lines: _Lines, focus: Focus) -> str:
+    """The lines of the body (at most ``lines.room`` tokens) holding the most of ``focus``, in the text's order:
+    the best-scoring lines first (a line's score: the weight of the distinct focus words it holds; ties to the
+    earlier), each that still fits, then the lines holding none of them from the top."""
+    text, size, units = lines.body, lines.room, lines.units
+    scores = [focus.score(found) for found in lines.found]
     ranked = sorted(range(len(units)), key=lambda i: (-scores[i], i) if scores[i] > 0 else (0.0, len(units) + i))
     kept, spent = set[int](), 0
     for i in ranked:
         if spent + units[i][2] <= size:
             kept.add(i)
             spent += units[i][2]
-    window = _joined(text, units, sorted(kept))
-    return window, count_tokens(window)
+    return _joined(text, units, sorted(kept))
 
 
-def _joined(text: str, units: list[tuple[int, int, int]], kept: list[int]) -> str:
+def _joined(text: str, units: Sequence[tuple[int, int, int]], kept: list[int]) -> str:
     """The kept units of ``text``, neighbours as written, a gap between two of them as one line break."""
     out = ""
     for n, i in enumerate(kept):

@@ -17,7 +17,6 @@ import re
 from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 
-from retriever.chunk import split_header
 from retriever.memory import words
 from retriever.tokens import count_tokens, token_spans
 
@@ -91,13 +90,21 @@ class _Lines:
 
 @functools.lru_cache(maxsize=LINES_CACHED)
 def _lines(text: str, size: int, title: str) -> _Lines:
-    _, rest = split_header(text, title) if title else ((), text)
-    head = text[: len(text) - len(rest)] if rest != text else ""
+    head = _header(text, title)
+    rest = text[len(head) :]
     room = size - count_tokens(head)
     if not head or room < 1:
         head, rest, room = "", text, size
     units = tuple(_units(rest, room))
     return _Lines(head, rest, room, units, tuple(frozenset(words(rest[a:b])) for a, b, _ in units))
+
+
+def _header(text: str, title: str) -> str:
+    """The header line ``Title > Heading`` (with its line break) a chunk of a note titled ``title`` starts with
+    (``retriever.chunk._make_chunk`` writes it; ``chunk.split_header`` reads it, but importing the chunker would
+    load markdown-it into every search), or "" when the text does not start with it."""
+    first, newline, _ = text.partition("\n")
+    return f"{first}{newline}" if title and newline and first.split(" > ")[0] == title else ""
 
 
 def _window(lines: _Lines, focus: Focus) -> str:

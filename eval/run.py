@@ -124,7 +124,9 @@ def config_of(methods: Sequence[Method], extra: dict[str, Any]) -> dict[str, Any
                  "adjacent_sessions": m.spec.sessions, "mentions": m.spec.mentions, "named": m.spec.named,
                  "dedup": m.spec.dedup, "threads": m.spec.threads, "phrases": m.spec.phrases, "runs": m.spec.runs,
                  "mention_edges": m.spec.mention_edges, "entities": m.spec.entities,
-                 "entity_rank": m.spec.entity_rank, "scale_seeds": m.spec.scale_seeds, "twins": m.spec.twins}
+                 "entity_rank": m.spec.entity_rank, "scale_seeds": m.spec.scale_seeds, "twins": m.spec.twins,
+                 "passage": m.spec.passage, "seed_passage": m.spec.seed_passage,
+                 "passage_sessions": m.spec.passage_sessions}
         for m in methods
     }  # fmt: skip
     return {**extra, "methods": described}

@@ -30,6 +30,7 @@ from retriever.store import ChunkHit
 MAX_K = 50  # the largest k tried for "--k N"
 MAX_NOTES = 60  # the largest note cap tried for "--max-notes N"
 MAX_MATCH = 60  # the largest vector@K tried for "--match-vector K"
+PASSAGES = (200, 150, 100, 60)  # the passage sizes tried for "--passage N", longest first
 SETTINGS_SAID = 3  # settings that keep the note, at most, nearest first
 
 
@@ -184,7 +185,7 @@ class _Trace:
     offers: Offers | None  # None: no hop (vector mode)
     ranked: list[str]  # the hop's candidates, best first
     outcome: dict[str, tuple[Room, int]]  # the hop's fill: each candidate's fate and the tokens spent before it
-    sizes: dict[str, int]  # the tokens of each hop candidate's best chunk (what the hop would add)
+    sizes: dict[str, int]  # the tokens of each hop candidate's best chunk, or its passage (what the hop would add)
     hop_budget: Budget | None
     ranks: tuple[Rank, ...]
     seed_budget: Budget  # what the seeds kept to: the search's budget, less a run's room (`runs`)
@@ -237,10 +238,11 @@ def _trace(retriever: Retriever, question: str, spec: SearchSpec, qvec: np.ndarr
     ranked, scores = retriever.hop_order(question, qvec, first, spec, passing, found)
     budget = retriever.hop_budget(dense, spec)
     outcome: dict[str, tuple[Room, int]] = {}
-    retriever.fill(qvec, ranked, scores, budget, len(first), sum(h.tokens for h in first), outcome)
+    passages = retriever.passages(question, first, spec.passage, spec.passage_sessions)
+    retriever.fill(qvec, ranked, scores, budget, len(first), sum(h.tokens for h in first), outcome, passages)
     added = sum(1 for fate, _ in outcome.values() if fate is Room.FITS)
     ranks.append(Rank("hop candidates", _place(note, ranked), len(ranked), added))
-    sizes = {n: int(table.tokens[best[0]]) for n in ranked if (best := table.best_chunk(n, qvec)) is not None}
+    sizes = {n: part[2] for n in ranked if (part := retriever.hop_part(n, qvec, passages)) is not None}
     return _Trace(every, found, first, offers, ranked, outcome, sizes, budget, tuple(ranks), seed_budget)
 
 
@@ -288,7 +290,8 @@ def _cut(retriever: Retriever, question: str, spec: SearchSpec, trace: _Trace, n
         why = "left room for a run" if spec.runs else f"kept to vector@{spec.budget.match}'s tokens (--scale-seeds)"
         return made[0], f"{made[1]} (the seeds {why})"
     if note in trace.outcome:
-        return _hop_cut(trace, spec, note)
+        session = retriever.graph.concepts[note].session_key is not None
+        return _hop_cut(trace, spec, note, bool(spec.passage) and (session or not spec.passage_sessions))
     stage = next((r for r in trace.ranks if r.rank is not None and r.stage in ("fused chunks", "vector chunks")), None)
     where = f"its best chunk ranked {stage.rank} ({stage.stage})" if stage else "no chunk of it ranked"
     if not spec.dedup:
@@ -321,7 +324,7 @@ def _vector_cut(trace: _Trace, budget: Budget, note: str) -> tuple[Cut, str]:
     return Cut.CAP, f"the vector stage ranked it after the {budget.notes} notes of --max-notes"
 
 
-def _hop_cut(trace: _Trace, spec: SearchSpec, note: str) -> tuple[Cut, str]:
+def _hop_cut(trace: _Trace, spec: SearchSpec, note: str, cut_to_passage: bool) -> tuple[Cut, str]:
     fate, spent = trace.outcome[note]
     at = _place(note, trace.ranked)
     head = f"the hop ranked it {at} of {len(trace.ranked)} candidates"
@@ -332,7 +335,9 @@ def _hop_cut(trace: _Trace, spec: SearchSpec, note: str) -> tuple[Cut, str]:
     of = f"vector@{spec.budget.match}'s {cap}" if spec.budget.match and cap != spec.budget.tokens else f"{cap}"
     if spent >= cap:
         return Cut.BUDGET, f"{head}; the seeds and the hop's earlier notes already spent {spent} tokens of {of}"
-    return Cut.BUDGET, f"{head}; {cap - spent} tokens were left of {of}, and its best chunk needs more"
+    part = f"its {spec.passage}-token passage" if cut_to_passage else "its best chunk"
+    needs = f"{part} needs {trace.sizes[note]}" if note in trace.sizes else f"{part} needs more"
+    return Cut.BUDGET, f"{head}; {cap - spent} tokens were left of {of}, and {needs}"
 
 
 def _stopping(retriever: Retriever, filters: NoteFilter, note: str) -> list[str]:
@@ -368,6 +373,8 @@ def _tries(retriever: Retriever, spec: SearchSpec, trace: _Trace, note: str, cut
             yield Setting(f"--max-tokens {base + extra}", {"tokens": base + extra})
             if b.match is not None:
                 yield Setting(f"--match-vector 0 --max-tokens {base + extra}", {"match": None, "tokens": base + extra})
+        if note in trace.outcome:  # a hop note: shorter passages let more of the hop's notes fit
+            yield from (Setting(f"--passage {n}", {"passage": n}) for n in PASSAGES if n < (spec.passage or n + 1))
         yield from _room_for_all(spec, trace, note)
     elif cut in (Cut.DEDUP, Cut.NOT_REACHED):
         if not spec.dedup:

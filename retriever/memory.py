@@ -367,6 +367,13 @@ class Bm25:
                 np.add.at(scores, self.indices[start:end], self.data[start:end])
         return scores
 
+    def df(self, term: str) -> int:
+        """How many documents hold ``term``."""
+        column = self.vocab.get(term)
+        if column is None or column + 1 >= len(self.indptr):
+            return 0
+        return int(self.indptr[column + 1] - self.indptr[column])
+
     def arrays(self, kind: str) -> dict[str, np.ndarray]:
         terms = sorted(self.vocab, key=self.vocab.__getitem__)
         blob, ends = _blob(terms)

@@ -27,8 +27,8 @@ from retriever.cachefile import size_limit
 from retriever.embed import Embedder
 from retriever.errors import RetrieverError, check_decodable
 from retriever.filters import NoteFilter
-from retriever.graph import GraphAnalytics, NoteGraph, graph_key, load_analytics, read_graph
-from retriever.memory import ChunkTable, ContextVectors, Lexical, SavedLexical, read_lexical
+from retriever.graph import Concept, GraphAnalytics, NoteGraph, graph_key, load_analytics, read_graph
+from retriever.memory import ChunkTable, ContextVectors, Lexical, SavedLexical, read_lexical, words
 from retriever.mentions import (
     SESSION_MENTIONS_CACHE,
     MentionGraph,
@@ -38,6 +38,7 @@ from retriever.mentions import (
     load_session_mentions,
     save_session_mentions,
 )
+from retriever.passage import Focus, Passages, bm25_idf
 from retriever.rankers import RANKERS, HopInput, order, rrf
 from retriever.spec import (
     DEFAULT_RANKER,
@@ -277,6 +278,8 @@ class Retriever:
             _ = self.session_named, self.lexical.notes
         if spec.entities:
             _ = self.names
+        if spec.mode is not Mode.VECTOR and (spec.passage or spec.seed_passage):
+            _ = self.lexical.chunks
 
     def embed(self, question: str) -> np.ndarray:
         return np.asarray(self.embedder.embed_query(question), dtype=np.float32)
@@ -338,7 +341,8 @@ class Retriever:
         room = self.hop_budget(dense, spec)
         if not run or room.tokens is None:
             return spec.budget
-        size = sum(int(self.table.tokens[rows[0]]) for n in run if (rows := self.table.rows_of.get(n)))
+        sizes = [int(self.table.tokens[rows[0]]) for n in run if (rows := self.table.rows_of.get(n))]  # sessions
+        size = sum(min(n, spec.passage) if spec.passage else n for n in sizes)  # a passage costs at most that
         tokens = max(room.tokens - size, int(room.tokens * RUN_SEEDS_SHARE))
         notes = None if spec.budget.notes is None else max(spec.budget.notes - len(run), 1)
         return Budget(notes, tokens if spec.budget.tokens is None else min(tokens, spec.budget.tokens))
@@ -364,7 +368,14 @@ class Retriever:
         by_note: dict[str, list[ChunkHit]] = {}
         for chunk in chunks:
             by_note.setdefault(chunk.note_id, []).append(chunk)
-        return [self._hit(note, group) for note, group in by_note.items()]
+        found = [self._hit(note, group) for note, group in by_note.items()]
+        cuts = spec.seed_passage and spec.mode is not Mode.VECTOR
+        passages = self.passages(question, found, spec.seed_passage, spec.passage_sessions) if cuts else None
+        if passages is None:
+            return found
+        cut = [(h, passages.cut(h.text, h.tokens, h.title) if _cuts(passages, h.concept) else (h.text, h.tokens))
+               for h in found]  # fmt: skip
+        return [replace(h, text=text, tokens=size) for h, (text, size) in cut]
 
     def _hybrid(
         self, question: str, wide: list[ChunkHit], k: int, spec: SearchSpec, passing: Passing | None
@@ -443,7 +454,8 @@ class Retriever:
         ranked, scores = self.hop_order(question, qvec, first, spec, passing, found)
         if not ranked:
             return []
-        added = self.fill(qvec, ranked, scores, budget, len(first), sum(h.tokens for h in first))
+        passages = self.passages(question, first, spec.passage, spec.passage_sessions)
+        added = self.fill(qvec, ranked, scores, budget, len(first), sum(h.tokens for h in first), passages=passages)
         return [replace(h, seed=self._reached_from(h.note_id, first, spec.sessions)) for h in added]
 
     def hop_offers(
@@ -523,6 +535,31 @@ class Retriever:
         bonus = rrf(listed)
         return {n: s + bonus.get(n, 0.0) for n, s in scores.items()}
 
+    def passages(self, question: str, first: Sequence[Hit], size: int, sessions_only: bool = False) -> Passages | None:
+        """How to cut a note's text to ``size`` tokens (0: not at all, None): the lines best covering the
+        question's words and the names of the entity notes among ``first`` (the seeds), weighed by their BM25 IDF
+        over the chunks (``retriever.passage``); with ``sessions_only`` only session notes are cut."""
+        if not size:
+            return None
+        names = [h.title for h in first if h.concept is not None and h.concept.session_key is None]
+        chunks = self.lexical.chunks
+        terms = {w for text in (question, *names) for w in words(text)}
+        idf = {w: bm25_idf(chunks.num_docs, chunks.df(w)) for w in terms}
+        return Passages(size, Focus.of(question, names, idf), sessions_only)
+
+    def hop_part(self, note: str, qvec: np.ndarray, passages: Passages | None = None) -> tuple[int, str, int] | None:
+        """What the hop hands over of ``note``: its chunk closest to the question (row, text, tokens), cut to its
+        passage with ``passages``; None for a note with no chunk."""
+        best = self.table.best_chunk(note, qvec)
+        if best is None:
+            return None
+        row = best[0]
+        text, size = self.table.texts[row], int(self.table.tokens[row])
+        concept = self.graph.concepts.get(note)
+        if passages is not None and _cuts(passages, concept):
+            text, size = passages.cut(text, size, concept.title if concept else "")
+        return row, text, size
+
     def _reached_from(self, note: str, first: list[Hit], sessions: bool) -> str | None:
         """The best-ranked seed that links ``note`` (either way) or is its adjacent session; None for a note the
         hop offered for another reason (the question names it, a session that mentions a seed)."""
@@ -542,27 +579,28 @@ class Retriever:
         notes: int,
         tokens: int,
         outcome: dict[str, tuple[Room, int]] | None = None,
+        passages: Passages | None = None,
     ) -> list[Hit]:
-        """Add neighbours best first while they fit the budget (a note too big for what is left is skipped).
-        ``outcome`` gets each note's fate and the tokens spent before it (``retriever.explain``)."""
+        """Add neighbours best first while they fit the budget (a note too big for what is left is skipped), each
+        its best chunk (cut to its passage with ``passages``: ``hop_part``). ``outcome`` gets each note's fate and
+        the tokens spent before it (``retriever.explain``)."""
         added: list[Hit] = []
         for i, note in enumerate(ranked):
             if room(budget, notes + len(added), tokens, 0) is Room.CAP:
                 if outcome is not None:
                     outcome.update((n, (Room.CAP, tokens)) for n in ranked[i:])
                 break
-            best = self.table.best_chunk(note, qvec)
-            if best is None:
+            part = self.hop_part(note, qvec, passages)
+            if part is None:
                 continue
-            row = best[0]
-            size = int(self.table.tokens[row])
+            _, text, size = part
             fate = room(budget, notes + len(added), tokens, size)
             if outcome is not None:
                 outcome[note] = (fate, tokens)
             if fate is not Room.FITS:
                 continue
             tokens += size
-            added.append(self._make_hit(note, scores[note], Via.HOP, [(self.table.texts[row], size)]))
+            added.append(self._make_hit(note, scores[note], Via.HOP, [(text, size)]))
         return added
 
 
@@ -621,6 +659,11 @@ class Offers:
     def mentioned_only(self) -> frozenset[str]:
         """The notes offered for an unlinked mention alone."""
         return self.edges - self.linked
+
+
+def _cuts(passages: Passages, concept: Concept | None) -> bool:
+    """Whether ``passages`` cut a note's text: every note's, or with ``sessions_only`` a session note's."""
+    return not passages.sessions_only or (concept is not None and concept.session_key is not None)
 
 
 def _dense_k(k: int, seeds: Seeds, dedup: bool) -> int:

@@ -93,7 +93,11 @@ class SearchSpec:
     BM25, hybrid seeds) and fuses them in; ``entity_rank`` ranks the hop's candidates by how many of the notes the
     question names each names or links too (one more reciprocal-rank list added to the ranker's); ``scale_seeds``
     scales the seeds with a budget matched to vector@K: ``k * K / SCALE_REFERENCE`` of them (at least 1), kept to
-    vector@K's tokens like the hop. Strings are accepted for the enums; a value outside their sets, or an unknown
+    vector@K's tokens like the hop; ``passage=N`` (0: off) makes each hop note hand over at most N tokens of its
+    best chunk, the window of lines best covering the question's words and the seeds' names (``retriever.passage``),
+    so more notes fit the budget; ``seed_passage=N`` cuts the vector stage's notes (union and graph modes) the same
+    way; ``passage_sessions`` cuts only session notes so (the other notes hand over whole chunks). Strings are
+    accepted for the enums; a value outside their sets, or an unknown
     ranker, is a ``RetrieverError``.
     """
 
@@ -115,6 +119,9 @@ class SearchSpec:
     entity_rank: bool = False
     scale_seeds: bool = False
     twins: bool = False
+    passage: int = 0
+    seed_passage: int = 0
+    passage_sessions: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mode", _member(Mode, self.mode, "mode"))
@@ -124,6 +131,9 @@ class SearchSpec:
             raise RetrieverError(f"unknown ranker {self.ranker!r}; choose one of {', '.join(RANKER_NAMES)}")
         if self.k < 1:
             raise RetrieverError(f"k must be at least 1, not {self.k}")
+        for name, size in (("passage", self.passage), ("seed_passage", self.seed_passage)):
+            if size < 0:
+                raise RetrieverError(f"{name} must be 0 (whole chunks) or a number of tokens, not {size}")
         if not isinstance(self.filters, NoteFilter):
             raise RetrieverError(f"filters must be a NoteFilter (from_json reads a dict), not {self.filters!r}")
 
@@ -147,12 +157,14 @@ def _member(enum: type[StrEnum], value: object, what: str) -> Any:
 
 DEFAULT_SPEC = SearchSpec(
     Mode.UNION, 10, Seeds.HYBRID, DEFAULT_RANKER, True, Budget(notes=None, tokens=6000, match=15),
-    dedup=True, phrases=True, runs=True, scale_seeds=True, twins=True,
+    dedup=True, phrases=True, runs=True, scale_seeds=True, twins=True, passage=100, seed_passage=200,
+    passage_sessions=True,
 )  # fmt: skip
 """What ``search``, ``ask``, ``chat`` and the tools do with no options: chosen blind, leave one vault out, by
 ``scripts/select_default.py`` (reports/ranker-selection.md: the ranker, hybrid seeds, dedup, phrases) and by
 ``scripts/select_frontier.py`` at budgets matched to vector@5, @10 and @15 (reports/frontier-selection.md: runs,
-twins, scale_seeds, and no note cap: the context is capped in tokens). Neither the seeds nor the hop
+twins, scale_seeds, and no note cap: the context is capped in tokens; then, with `--answers`, the passages:
+a session note hands over at most 100 tokens as a hop note, 200 as a seed). Neither the seeds nor the hop
 spend more than vector@15 would on the question; with ``--match-vector K`` no more than vector@K, from
 ``10 * K / 15`` seeds."""
 

@@ -1,6 +1,6 @@
 """Choose on the frontier, blind (issue 37): every candidate at three budgets matched to vector@5, @10 and @15.
 
-    python scripts/select_frontier.py --bundles DIR [--vaults a,b]
+    python scripts/select_frontier.py --bundles DIR [--vaults a,b] [--answers]
 
 Reads the scores ``bench/recall_options.py`` cached in ``DIR/options-<vault>.json`` (methods ``vector@k``,
 ``default@k`` and ``default+OPTIONS@k``; run it first with the options to compare) and writes
@@ -9,6 +9,13 @@ tokens at each budget), then leave one vault out: the candidate with the best wo
 the other vaults x budgets x tiers, among those spending no more tokens than vector@k at every budget; when none
 does, at @15 alone) and its margin on the held-out vault; then the choice on all vaults, and whether today's
 default is on the frontier at @15 (no measured method has as much recall on every tier for fewer tokens).
+
+With ``--answers`` a candidate must also keep the answers (issue 37: a shorter context can buy recall with worse
+answers): on every vault it is picked on, `--llm extract`'s answers from its context at @15 (answerable questions a
+strong quote answers from a gold note; those any quote does) are no more than ``ANSWER_SLACK`` questions below
+today's default's, read from ``DIR/answers-<vault>.json`` (``bench/answer_options.py``); a candidate with no
+answers there is left out. Each fold applies it on the vaults it picks on and says whether it held on the
+held-out one.
 """
 
 from __future__ import annotations
@@ -27,6 +34,30 @@ from eval.select import FRONTIER, at, fold_frontier, frontier_margin, pick_front
 
 REPORT = ROOT / "reports" / "frontier-selection.md"
 TIERS = ("lookup", "synthesis", "temporal")
+ANSWER_SLACK = 1  # questions a candidate's answers may fall below today's default's on a vault (--answers)
+ANSWER_KEYS = ("strong_gold", "marked_gold")  # extract's answers: a strong quote cites gold, any quote does
+Answers = dict[str, dict[str, Any]]  # {vault: {method@15: {"answers": summarise_answers(...)}}}
+
+
+def answer_counts(answers: Answers, vault: str, name: str) -> tuple[int, int] | None:
+    """``name``'s extract answers at @15 on ``vault``: (strong quote cites gold, any quote does); None: unmeasured."""
+    found = answers.get(vault, {}).get(at(name, 15))
+    if found is None:
+        return None
+    overall = found["answers"]["overall"]
+    return overall[ANSWER_KEYS[0]], overall[ANSWER_KEYS[1]]
+
+
+def answers_hold(answers: Answers | None, name: str, vaults: list[str]) -> bool:
+    """Without ``answers`` (no ``--answers``) every candidate; else ``name``'s answers on each of ``vaults`` are no
+    more than ``ANSWER_SLACK`` questions below today's default's on each count (today's default always holds)."""
+    if answers is None or name == "default":
+        return True
+    for v in vaults:
+        ours, base = answer_counts(answers, v, name), answer_counts(answers, v, "default")
+        if ours is None or base is None or any(o < b - ANSWER_SLACK for o, b in zip(ours, base, strict=True)):
+            return False
+    return True
 
 
 def candidates(scores: dict[str, Any]) -> list[str]:
@@ -55,7 +86,7 @@ def dominated(scores: dict[str, Any], vault: str, name: str, names: list[str]) -
     return out
 
 
-def render(scores: dict[str, Any], names: list[str], load: str) -> str:
+def render(scores: dict[str, Any], names: list[str], load: str, answers: Answers | None = None) -> str:
     vaults = list(scores)
     lines = [
         "# Choosing on the frontier, blind (issue 37)",
@@ -86,16 +117,24 @@ def render(scores: dict[str, Any], names: list[str], load: str) -> str:
                 lines.append(f"| {name} | @{k} | " + " | ".join(cells) +
                              f" | {s['overall']['recall']:.3f} | {b['notes']:.1f} | {b['tokens']:,.0f} |")  # fmt: skip
         lines.append("")
+    if answers is not None:
+        lines += answer_table(answers, vaults, names)
+    guard = answers is not None
     lines += [
         "## Leave one vault out",
         "",
-        "| held out | picked on the others | worst margin there | margin on held out |",
-        "|---|---|---:|---:|",
+        "| held out | picked on the others | worst margin there | margin on held out |"
+        + (" answers hold on held out |" if guard else ""),
+        "|---|---|---:|---:|" + ("---|" if guard else ""),
     ]
-    folds = [fold_frontier(scores, names, v) for v in vaults] if len(vaults) > 1 else []
+    folds = []
+    for v in vaults if len(vaults) > 1 else []:
+        train = [t for t in vaults if t != v]
+        folds.append(fold_frontier(scores, [n for n in names if answers_hold(answers, n, train)], v))
     for f in folds:
-        lines.append(f"| {f.held_out} | `{f.chosen}` | {f.train_margin:+.3f} | {f.test_margin:+.3f} |")
-    chosen, worst = pick_frontier(scores, names, vaults)
+        held = f" {'yes' if answers_hold(answers, f.chosen, [f.held_out]) else 'no'} |" if guard else ""
+        lines.append(f"| {f.held_out} | `{f.chosen}` | {f.train_margin:+.3f} | {f.test_margin:+.3f} |{held}")
+    chosen, worst = pick_frontier(scores, [n for n in names if answers_hold(answers, n, vaults)], vaults)
     fits_all = all(within(scores, v, chosen, FRONTIER) for v in vaults)
     over = "every budget" if fits_all else "@15 (no candidate spends no more than vector@5 and vector@10)"
     lines += [
@@ -117,20 +156,41 @@ def render(scores: dict[str, Any], names: list[str], load: str) -> str:
     verdict = "keeps today's default" if chosen == "default" else f"picks `{chosen}` over today's default"
     agree = [f.held_out for f in folds if f.chosen == chosen]
     other = [f"{f.held_out} held out: `{f.chosen}`" for f in folds if f.chosen != chosen]
-    tie = [
-        n for n in names if n != chosen and abs(min(frontier_margin(scores, v, n, ks) for v in vaults) - worst) < 1e-9
-    ]
+    eligible = [n for n in names if n != chosen and answers_hold(answers, n, vaults)]
+    tie = [n for n in eligible if abs(min(frontier_margin(scores, v, n, ks) for v in vaults) - worst) < 1e-9]
     lines += [f"The selection on all vaults {verdict}; {len(agree)} of {len(folds)} folds pick it"
               + (f" (otherwise {'; '.join(other)})" if other else "") + "."
               + (f" Its worst margin ties {', '.join(f'`{n}`' for n in tie)}: the mean overall gain decided." if tie
                  else ""), ""]  # fmt: skip
+    if answers is not None:  # the same selection on recall alone, for the record
+        alone, _ = pick_frontier(scores, names, vaults)
+        picks = [fold_frontier(scores, names, v).chosen for v in vaults] if len(vaults) > 1 else []
+        lines += [f"On recall alone (no answers' condition) the pick on all vaults is `{alone}`; "
+                  f"{picks.count(alone)} of {len(picks)} folds pick it.", ""]  # fmt: skip
     return "\n".join(lines)
+
+
+def answer_table(answers: Answers, vaults: list[str], names: list[str]) -> list[str]:
+    """Each candidate's extract answers at @15 per vault, and whether they hold against today's default's."""
+    lines = ["## The answers at @15 (`--answers`)", "",
+             "`--llm extract`'s answers from each candidate's context at @15 (`bench/answer_options.py`): answerable "
+             "questions a strong quote answers from a gold note / those any quote does. A candidate is picked only "
+             f"where it is no more than {ANSWER_SLACK} question below today's default on both, on every vault it is "
+             "picked on.", "", "| candidate | " + " | ".join(vaults) + " | holds on all |",
+             "|---|" + "---:|" * len(vaults) + "---|"]  # fmt: skip
+    for name in names:
+        cells = [f"{c[0]} / {c[1]}" if (c := answer_counts(answers, v, name)) else "—" for v in vaults]
+        holds = "yes" if answers_hold(answers, name, vaults) else "no"
+        lines.append(f"| `{name}` | " + " | ".join(cells) + f" | {holds} |")
+    return [*lines, ""]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--bundles", type=Path, required=True)
     parser.add_argument("--vaults", default="")
+    parser.add_argument("--answers", action="store_true", help="pick only candidates whose answers hold")
+    parser.add_argument("--out", type=Path, default=REPORT, help="the report (default: reports/frontier-selection.md)")
     args = parser.parse_args()
     vaults = args.vaults.split(",") if args.vaults else sorted(p.stem for p in (ROOT / "golden").glob("*.jsonl"))
     scores = {}
@@ -142,8 +202,12 @@ def main() -> None:
             print(f"note: no scores for {v} ({cache}): run bench/recall_options.py first", file=sys.stderr)
     names = candidates(scores)
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    REPORT.write_text(render(scores, names, load), "utf-8")
-    print(f"wrote {REPORT} ({len(scores)} vaults, {len(names)} candidates)")
+    answers = None
+    if args.answers:
+        paths = {v: args.bundles / f"answers-{v}.json" for v in scores}
+        answers = {v: json.loads(p.read_text("utf-8")) for v, p in paths.items() if p.exists()}
+    args.out.write_text(render(scores, names, load, answers), "utf-8")
+    print(f"wrote {args.out} ({len(scores)} vaults, {len(names)} candidates)")
 
 
 if __name__ == "__main__":

@@ -26,7 +26,8 @@ INLINE = re.compile(r"`[^`\n]*`")
 EVERYDAY = ("--k", "--mode", "--max-notes", "--max-tokens", "--type", "--tag", "--folder", "--since", "--until")
 EXPERIMENTAL = (
     "--match-vector", "--ranker", "--seeds", "--dedup", "--sessions", "--mentions", "--named", "--threads", "--phrases",
-    "--runs", "--mention-edges", "--entities", "--entity-rank", "--scale-seeds", "--twins",
+    "--runs", "--mention-edges", "--entities", "--entity-rank", "--scale-seeds", "--twins", "--passage",
+    "--seed-passage", "--passage-sessions",
 )  # fmt: skip
 ANSWER = ("--llm", "--model", "--answer-tokens")
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from eval.select import REFERENCE, Candidate, fold, margin, pick
@@ -88,3 +90,25 @@ def test_the_frontier_margin_is_the_worst_over_budgets_and_the_pick_keeps_within
     assert pick_frontier(scores, ["dear", "late"], ["a"])[0] == "dear"
     f = fold_frontier(scores, ["steady", "late", "dear"], "b")
     assert (f.chosen, f.held_out) == ("dear", "b") and f.test_margin == pytest.approx(0.2)  # chosen on a alone
+
+
+def test_the_frontier_selection_keeps_only_candidates_whose_answers_hold() -> None:
+    """``scripts/select_frontier.py --answers``: a candidate more than one question below today's default's extract
+    answers (strong or any quote citing gold) on a vault it is picked on is left out; unmeasured ones too."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "select_frontier.py"
+    spec = importlib.util.spec_from_file_location("select_frontier", path)
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+
+    def counts(strong: int, any_: int) -> dict:
+        return {"answers": {"overall": {"strong_gold": strong, "marked_gold": any_}}}
+
+    answers = {"a": {"default@15": counts(10, 12), "x@15": counts(9, 11), "y@15": counts(12, 10)},
+               "b": {"default@15": counts(5, 6), "x@15": counts(3, 6), "y@15": counts(5, 6)}}  # fmt: skip
+    assert script.answers_hold(answers, "x", ["a"]) and not script.answers_hold(answers, "x", ["a", "b"])
+    assert not script.answers_hold(answers, "y", ["a"])  # any quote: two below
+    assert not script.answers_hold(answers, "z", ["a"]) and script.answers_hold(answers, "default", ["a", "b"])
+    assert script.answers_hold(None, "y", ["a"])  # without --answers every candidate

@@ -5,7 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from retriever.serve.views import FILTER_KEYS, MAX_K, MAX_NOTE_REF, MAX_QUESTION, SPEC_FIELDS
+from retriever.serve.views import (
+    FILTER_KEYS,
+    MAX_K,
+    MAX_NOTE_REF,
+    MAX_PASSAGE,
+    MAX_QUESTION,
+    PASSAGE_FIELDS,
+    SPEC_FIELDS,
+)
 
 STR = {"type": "string"}
 NULLABLE_STR = {"type": ["string", "null"]}
@@ -30,6 +38,7 @@ QUERY = {
         "question": {"type": "string", "minLength": 1, "maxLength": MAX_QUESTION},
         "bundle": STR,
         "k": {"type": "integer", "minimum": 1, "maximum": MAX_K},
+        **{name: {"type": "integer", "minimum": 0, "maximum": MAX_PASSAGE} for name in PASSAGE_FIELDS},
         **{name: ({"type": "boolean"} if name not in ("mode", "seeds", "ranker") else STR) for name in SPEC_FIELDS},
         "max_notes": {"type": ["integer", "null"], "minimum": 0},
         "max_tokens": {"type": ["integer", "null"], "minimum": 0},

@@ -19,11 +19,13 @@ from retriever.serve.library import BadRequest, NotFound, Served
 
 MAX_QUESTION = 2000  # characters
 MAX_K = 100
+MAX_PASSAGE = 10_000  # tokens
+PASSAGE_FIELDS = ("passage", "seed_passage")  # tokens a note hands over (`SearchSpec.passage`)
 MAX_NOTE_REF = 1000  # characters of the note `explain` names
 SNIPPET_CHARS = 300
 SPEC_FIELDS = ("mode", "seeds", "ranker", "sessions", "mentions", "named", "dedup", "threads", "phrases", "runs",
                "mention_edges", "entities", "entity_rank", "scale_seeds",
-               "twins")  # fmt: skip
+               "twins", "passage_sessions")  # fmt: skip
 BUDGET_FIELDS = {"max_notes": "notes", "max_tokens": "tokens", "match_vector": "match"}
 FILTER_KEYS = {"type": list, "tag": list, "folder": list, "since": str, "until": str}
 
@@ -51,7 +53,7 @@ def read_query(body: Any) -> Query:
     bundle = body.get("bundle")
     if bundle is not None and not isinstance(bundle, str):
         raise BadRequest('"bundle" must be a string: a name from /health')
-    known = {"question", "bundle", "k", "filters", "explain", *SPEC_FIELDS, *BUDGET_FIELDS}
+    known = {"question", "bundle", "k", *PASSAGE_FIELDS, "filters", "explain", *SPEC_FIELDS, *BUDGET_FIELDS}
     unknown = sorted(set(body) - known)
     if unknown:
         raise BadRequest(f"unknown field {unknown[0]!r}: the fields are {', '.join(sorted(known))}")
@@ -72,6 +74,12 @@ def read_spec(body: Mapping[str, Any]) -> SearchSpec:
         if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
             raise BadRequest(f'"k" must be an integer from 1 to {MAX_K}')
         changes["k"] = k
+    for name in PASSAGE_FIELDS:
+        if name in body:
+            size = body[name]
+            if not isinstance(size, int) or isinstance(size, bool) or not 0 <= size <= MAX_PASSAGE:
+                raise BadRequest(f'"{name}" must be an integer from 0 (whole chunks) to {MAX_PASSAGE}')
+            changes[name] = size
     for name in SPEC_FIELDS:
         if name in body:
             value = body[name]

@@ -116,6 +116,13 @@ def search_options(command: Callable[..., None]) -> Callable[..., None]:
             rich_help_panel=EXPERIMENTS, help="With --match-vector K: k*K/15 seeds, kept to vector@K's tokens.")),
         ("twins", bool, typer.Option(D.twins, "--twins/--no-twins", rich_help_panel=EXPERIMENTS,
             help="With --runs: two adjacent retrieved sessions are a run too (their tellings in another series).")),
+        ("passage", int, typer.Option(D.passage, "--passage", min=0, rich_help_panel=EXPERIMENTS,
+            help="A hop note hands over at most N tokens of its best chunk: the lines best covering the question's "
+            "words and the seeds' names (0: the whole chunk).")),
+        ("seed_passage", int, typer.Option(D.seed_passage, "--seed-passage", min=0, rich_help_panel=EXPERIMENTS,
+            help="The same for the vector stage's notes: at most N tokens each (0: their whole chunks).")),
+        ("passage_sessions", bool, typer.Option(D.passage_sessions, "--passage-sessions/--no-passage-sessions",
+            rich_help_panel=EXPERIMENTS, help="--passage and --seed-passage cut session notes only.")),
     )  # fmt: skip
 
     def spec(values: dict[str, Any]) -> SearchSpec:

@@ -30,6 +30,7 @@ def spec_body(question: str, spec: Any, name: str) -> dict[str, Any]:
             "named": spec.named, "dedup": spec.dedup, "threads": spec.threads, "phrases": spec.phrases,
             "runs": spec.runs, "mention_edges": spec.mention_edges, "entities": spec.entities,
             "entity_rank": spec.entity_rank, "scale_seeds": spec.scale_seeds, "twins": spec.twins,
+            "passage": spec.passage, "seed_passage": spec.seed_passage, "passage_sessions": spec.passage_sessions,
             "max_notes": b.notes, "max_tokens": b.tokens, "match_vector": b.match,
             "filters": spec.filters.to_json()}  # fmt: skip
 

@@ -161,10 +161,10 @@ def test_the_cli_the_tool_and_json_say_the_same(coa_bundle: Path, retriever: Ret
 
 
 def test_a_seed_past_vector_at_k_tokens_with_scaled_seeds(retriever: Retriever) -> None:
-    """With ``--scale-seeds`` (runs off), the seeds themselves keep to vector@match's tokens: a vector-stage note
-    past them is cut by the budget, and the explanation says the seeds were kept to those tokens."""
+    """With ``--scale-seeds`` (runs and passages off), the seeds themselves keep to vector@match's tokens: a
+    vector-stage note past them is cut by the budget, and the explanation says the seeds were kept to those tokens."""
     question = "What is the host of those lavish galas known for through his family's history?"
-    spec = replace(DEFAULT_SPEC, runs=False)
+    spec = replace(DEFAULT_SPEC, runs=False, passage=0, seed_passage=0, passage_sessions=False)
     assert spec.scale_seeds and spec.budget.match == 15
     kept = set(hits(retriever, spec, question))
     ranked = [n for n in hits(retriever, replace(spec, mode=Mode.VECTOR, budget=Budget()), question) if n not in kept]

@@ -481,7 +481,7 @@ class Run:
         files["SKILL.md"] = skill_text(vault.name, vault.name, types, data["totals"], folders=data["types"])
         renamed = {p: f"{b.CONCEPTS}/{d}" for p, d in doc_of.items() if d != p}
         made: list[tuple[str, Callable[[], str]]] = [
-            ("link-health.md", report.to_markdown),
+            ("link-health.md", lambda: report.to_markdown(self.report_memo)),
             ("link-health.json", lambda: report.to_json_text(self.report_memo)),
             ("link-health.html", lambda: link_health_html(data, renamed, self.report_memo.html)),
         ]

@@ -317,3 +317,32 @@ def test_a_watch_started_on_an_up_to_date_bundle_keeps_its_cache(tmp_path: Path)
     _edit(vault, rng, "text", 0)
     assert w.rebuild(1) and w.kept.used, lines[-1]
     _full_equal(vault, out, tmp_path, 0)
+
+
+def test_generated_files_with_the_same_bytes_are_linked_not_written(tmp_path: Path) -> None:
+    """A text edit that changes no folder index and no report: the new generation links the old bundle's
+    link-health files and index.md files (same inode) rather than writing them, the page and the Markdown not
+    even made (the JSON they are made from is the same), and the bundle is still the full convert's. A file of
+    the bundle edited by hand is written again."""
+    rng = random.Random(3812)
+    vault = tmp_path / "vault"
+    _build(vault, rng)
+    twin = Twin(vault, tmp_path)
+    kept = ["link-health.html", "link-health.md", "link-health.json", "index.md", "concepts/People/index.md"]
+    before = {rel: (twin.inc / rel).stat().st_ino for rel in kept}
+    (twin.inc / "link-health.md").write_text("edited by hand\n", "utf-8")
+    note = sorted((vault / "Places").glob("*.md"))[0]
+    note.write_text(note.read_text("utf-8") + "\nquietly the mill stood\n", "utf-8")
+    calls: list[str] = []
+    real = run.link_health_html
+
+    def counting(*args: Any) -> str:
+        calls.append("html")
+        return real(*args)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(run, "link_health_html", counting)
+        twin.check()
+        after = {rel: (twin.inc / rel).stat().st_ino for rel in kept}
+    assert calls == ["html"]  # the full convert made its page; the incremental one linked the old
+    assert {rel for rel in kept if after[rel] == before[rel]} == set(kept) - {"link-health.md"}

@@ -45,9 +45,10 @@ from vault2okf.walk import VaultFile, Walk
 
 NAME = "convert-cache.bin"
 # 2: each note's state marshalled on its own, so an unchanged one is saved as it was read; 3: a magic line, and
-# the head and the body each carry their length and sha256, so no damaged byte is ever trusted
-FORMAT = 3
-MAGIC = b"vault2okf convert cache 3\n"
+# the head and the body each carry their length and sha256, so no damaged byte is ever trusted; 4: the sha256 of
+# each generated file that is not a doc (``digests``), so an unchanged one is linked rather than written again
+FORMAT = 4
+MAGIC = b"vault2okf convert cache 4\n"
 _LENGTH, _DIGEST = 8, 32
 
 
@@ -97,6 +98,7 @@ class ConvertCache:
     summary: dict[str, Any]  # "links": how many, "totals": LinkReport.totals()
     body: Callable[[], Body]  # the rest, read from the file only when something changed
     intact: Callable[[], bool] = lambda: True  # the body's bytes are the ones written (hashed, not decoded)
+    digests: dict[str, str] = field(default_factory=dict)  # generated file (index.md, report...) -> sha256 as written
 
     @cached_property
     def loaded(self) -> Body:
@@ -293,7 +295,9 @@ def load(bundle: Path, key: str) -> ConvertCache | None:
         head = marshal.loads(head_bytes)
         if head[0] != FORMAT or head[1] != key:
             return None
-        _, _, started, walk, universe, contents, attachments, files, docs, summary, body_size, body_digest = head
+        _, _, started, walk, universe, contents, attachments, files, docs, summary, digests, body_size, body_digest = (
+            head
+        )
     except CacheDamaged:
         raise
     except Exception as error:  # noqa: BLE001 - an unreadable or wrongly shaped head: damaged, never a crash
@@ -304,6 +308,7 @@ def load(bundle: Path, key: str) -> ConvertCache | None:
     return ConvertCache(
         key, started, walk, universe, contents, attachments, files, docs, summary,
         lambda: _body(path, offset, body_size, body_digest), lambda: _intact(path, offset, body_size, body_digest),
+        digests,
     )  # fmt: skip
 
 
@@ -382,7 +387,7 @@ def save(stage: Path, found: ConvertCache, *, hold: bool = False) -> None:
     body_bytes = marshal.dumps(data)
     head = (
         FORMAT, found.key, found.started_ns, found.walk, found.universe, found.contents, found.attachments,
-        found.files, found.docs, found.summary, len(body_bytes), hashlib.sha256(body_bytes).digest(),
+        found.files, found.docs, found.summary, found.digests, len(body_bytes), hashlib.sha256(body_bytes).digest(),
     )  # fmt: skip
     head_bytes = marshal.dumps(head)
     path = cache_path(stage)

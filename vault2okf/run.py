@@ -9,6 +9,7 @@ or taken from that state. The steps keep their problems with the note they belon
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import posixpath
@@ -170,6 +171,8 @@ class Run:
         self.old_db = database(out)
         db_intact = old is not None and output_sig(self.old_db) == old.files.get(DATABASE)
         self.old = old if db_intact else None  # rows are carried from the old database, so it must be intact
+        self.prior = old  # its generated files are linked where their bytes are the same (``_same_file``)
+        self.digests: dict[str, str] = {}  # generated file -> sha256 of the bytes this run made
         self.last = old.loaded if old is not None else None  # its memos (analytics, mentions) need no database
         self.report_memo = self.last.report_memo if self.last is not None else ReportMemo()  # a watcher's
         self.works: dict[str, NoteWork] = {}  # vault path -> this run's work on the note
@@ -480,13 +483,30 @@ class Run:
         data = report.to_json()
         files["SKILL.md"] = skill_text(vault.name, vault.name, types, data["totals"], folders=data["types"])
         renamed = {p: f"{b.CONCEPTS}/{d}" for p, d in doc_of.items() if d != p}
-        made: list[tuple[str, Callable[[], str]]] = [
-            ("link-health.md", lambda: report.to_markdown(self.report_memo)),
-            ("link-health.json", lambda: report.to_json_text(self.report_memo)),
-            ("link-health.html", lambda: link_health_html(data, renamed, self.report_memo.html)),
-        ]
-        for rel, make in made:
-            b.write_file(stage / rel, make())
+        held = [report.to_json_text(self.report_memo).encode("utf-8")]  # given up once written
+        # the page and the Markdown are made from the JSON (the page with the renamed docs' paths): where that is
+        # what the old ones were made from, and they are as written, they are linked without being made again
+        made: list[tuple[str, str | None, Callable[[], str | bytes]]] = [
+            ("link-health.json", None, held.pop),
+            ("link-health.md", _digest(held[0]), lambda: report.to_markdown(self.report_memo)),
+            ("link-health.html", _digest(held[0], repr(sorted(renamed.items())).encode("utf-8")),
+             lambda: link_health_html(data, renamed, self.report_memo.html)),
+        ]  # fmt: skip
+        for rel, source, make in made:
+            if source is not None and self._made_from(rel, source):
+                links_from[rel] = os.path.join(old_root, rel)
+                continue
+            content = _encoded(make())
+            if self._same_file(rel, content):
+                links_from[rel] = os.path.join(old_root, rel)
+            else:
+                b.write_file(stage / rel, content)
+            del content
+        written = [*files, *(rel for rel, _, _ in made)]
+        for rel in list(files):  # the same bytes as the old bundle's file: linked, not written again
+            if self._same_file(rel, _encoded(files[rel])):
+                links_from[rel] = os.path.join(old_root, rel)
+                del files[rel]
         files[b.MARKER] = json.dumps({"tool": "vault2okf", "vault": vault.name, "okf_version": b.OKF_VERSION}) + "\n"
         copies, old_copies = {}, self.old.attachments if self.old else {}
         sources = {a.path: a for a in self.walk.attachments if a.path in used}
@@ -499,7 +519,31 @@ class Run:
                 copies[rel] = a.abs_path
         self.clock.lap("render")
         self.copied = b.write_tree(stage, files, copies, links_from)
-        return [*files, *(rel for rel, _ in made)]
+        return [*written, b.MARKER]
+
+    def _made_from(self, rel: str, source: str) -> bool:
+        """Was the old bundle's ``rel`` made from ``source`` (a digest of what makes it), and is it as written?
+        Then it is what this run would make. Recorded either way."""
+        self.digests[f"{rel}\0from"] = source
+        old = self.prior
+        if old is None or old.digests.get(f"{rel}\0from") != source or rel not in old.digests:
+            return False
+        if output_sig(os.path.join(self.out, rel)) != old.files.get(rel, ()) or not old.files.get(rel):
+            return False
+        self.digests[rel] = old.digests[rel]
+        return True
+
+    def _same_file(self, rel: str, data: bytes) -> bool:
+        """Is ``data`` the content of the old bundle's ``rel``, as the last convert wrote it (its sha256 recorded
+        then, the file not touched since: size, mtime and inode the same)? Its digest is recorded either way."""
+        digest = self.digests[rel] = hashlib.sha256(data).hexdigest()
+        old = self.prior
+        return (
+            old is not None
+            and old.digests.get(rel) == digest
+            and output_sig(os.path.join(self.out, rel)) == old.files.get(rel, ())
+            and old.files.get(rel, ()) != ()
+        )
 
     def _cache(self, stage: Path, key: str, started: int, files: list[str]) -> ConvertCache:
         notes, root, carried = {}, str(stage), self.carried_set
@@ -540,12 +584,25 @@ class Run:
             docs=docs,
             summary={"links": len(self.records), "totals": data["totals"]},
             body=lambda: body,
+            digests=self.digests,
         )
 
 
 @dataclass(frozen=True)
 class _Path:
     path: str  # a note as spelling_variants needs it when its body_words are known
+
+
+def _encoded(text: str | bytes) -> bytes:
+    return text if isinstance(text, bytes) else text.encode("utf-8")
+
+
+def _digest(*parts: bytes) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(len(part).to_bytes(8, "little"))
+        h.update(part)
+    return h.hexdigest()
 
 
 def _interned(words: BodyWords) -> BodyWords:

@@ -346,3 +346,33 @@ def test_generated_files_with_the_same_bytes_are_linked_not_written(tmp_path: Pa
         after = {rel: (twin.inc / rel).stat().st_ino for rel in kept}
     assert calls == ["html"]  # the full convert made its page; the incremental one linked the old
     assert {rel for rel in kept if after[rel] == before[rel]} == set(kept) - {"link-health.md"}
+
+
+def test_a_text_edit_patches_the_database_in_place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A few notes made again with as many links, tags and aliases as before: okf.duckdb is the old file with
+    their rows updated in place (``db.DatabasePatcher``), every table still in a full convert's order; one more
+    link (its note's links rows no longer fit) writes it anew. Patched again and again, the file does not grow."""
+    rng = random.Random(3813)
+    vault = tmp_path / "vault"
+    _build(vault, rng)
+    twin = Twin(vault, tmp_path)
+    patched: list[Path] = []
+    real = run.DatabasePatcher
+
+    def spying(path: Path, old: Path) -> run.DatabasePatcher:
+        patched.append(path)
+        return real(path, old)
+
+    monkeypatch.setattr(run, "DatabasePatcher", spying)
+    notes = sorted(vault.rglob("*.md"))
+    sizes = []
+    for step in range(6):
+        note = notes[step % len(notes)]
+        note.write_text(note.read_text("utf-8") + _sentence(rng, [p.stem for p in notes]) + "\n", "utf-8")
+        twin.check()
+        sizes.append((twin.inc / "okf.duckdb").stat().st_size)
+    assert len(patched) == 6
+    assert max(sizes) <= sizes[0] * 1.5, sizes
+    notes[0].write_text(notes[0].read_text("utf-8") + f"\nAlso [[{notes[1].stem}]].\n", "utf-8")
+    twin.check()
+    assert len(patched) == 6  # written anew

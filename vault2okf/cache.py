@@ -116,7 +116,7 @@ class ConvertCache:
             return False
         root = str(out)
         for outputs in (self.files, self.docs):
-            if not all(output_sig(os.path.join(root, rel)) == sig for rel, sig in outputs.items()):
+            if not all(output_sig(f"{root}/{rel}") == sig for rel, sig in outputs.items()):
                 return False
         return all(output_sig(os.path.join(root, b.CONCEPTS, p)) == copy for p, (_, copy) in self.attachments.items())
 

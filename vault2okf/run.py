@@ -28,7 +28,7 @@ from vault2okf.analytics import NoteAnalytics, analyse, as_tuple, from_tuple, fr
 from vault2okf.cache import Body, ConvertCache, NoteState, output_sig, suggest_key, universe_digest, walk_digest
 from vault2okf.concept import concept_id, concept_row, doc_safe, link_row
 from vault2okf.config import Config
-from vault2okf.db import AnalyticsRow, ConceptRow, DatabaseWriter, LinkRow
+from vault2okf.db import AnalyticsRow, ConceptRow, DatabasePatcher, DatabaseWriter, LinkRow
 from vault2okf.guard import Problems, note_meta_safe, read_note, resolve_links_safe, rewrite_safe
 from vault2okf.html import link_health_html
 from vault2okf.mentions import Found, Mention, mention_rows, prose, vault_mentions
@@ -45,6 +45,7 @@ from vault2okf.walk import VaultFile, Walk
 from vault2okf.workers import parallel_chunks, parallel_map
 
 _LINK_BATCH = 5000  # links rows per insert: few statements, never every row in memory at once
+_PATCH_MOST = 64  # notes made again beyond which okf.duckdb is written anew rather than the old one patched
 
 
 @dataclass(frozen=True)
@@ -363,7 +364,7 @@ class Run:
             st.inputs == w.inputs
             and st.resolved == w.resolutions
             and st.meta == w.meta
-            and output_sig(os.path.join(self.out, b.CONCEPTS, st.doc.doc_path)) == st.output
+            and output_sig(f"{self.out}/{b.CONCEPTS}/{st.doc.doc_path}") == st.output  # a join 13k times: a format
         )
 
     # -- the report and the files -------------------------------------------------------------------------
@@ -422,7 +423,11 @@ class Run:
     def write(self, stage: Path, key: str, started: int) -> ConvertCache:
         meta = {"vault": self.vault.name, "okf_version": b.OKF_VERSION}
         old_db = self.old_db if self.carried else None
-        database = DatabaseWriter(stage / DATABASE, meta, old_db, self.carried)
+        database: DatabaseWriter | DatabasePatcher
+        if self._patches():
+            database = DatabasePatcher(stage / DATABASE, self.old_db)
+        else:
+            database = DatabaseWriter(stage / DATABASE, meta, old_db, self.carried)
         try:
             self._make_docs(stage, database.concepts)
             self.clock.lap("docs")
@@ -438,7 +443,24 @@ class Run:
         self.clock.lap("write")
         return self._cache(stage, key, started, files)
 
-    def _write_links(self, database: DatabaseWriter) -> None:
+    def _patches(self) -> bool:
+        """May ``okf.duckdb`` be the old one patched (``db.DatabasePatcher``)? Where the notes are the old ones in
+        the same order, at most ``_PATCH_MOST`` of them made again, each with its old doc path, as many links and
+        the same tags and aliases (the list columns, which DuckDB cannot update in place)."""
+        if self.old is None:
+            return False
+        made = [p for p in self.paths if self.works[p].made is None]
+        notes = self.old.notes
+        if len(made) > _PATCH_MOST or list(notes) != self.paths:
+            return False
+        return all(
+            notes[p].doc.doc_path == self.doc_of[p]
+            and len(notes[p].links) == len(self.works[p].reading.links)
+            and (notes[p].meta.tags, notes[p].meta.aliases) == (self.works[p].meta.tags, self.works[p].meta.aliases)
+            for p in made
+        )
+
+    def _write_links(self, database: DatabaseWriter | DatabasePatcher) -> None:
         """The links rows of the notes not carried, a batch at a time, and the database finished."""
         carried = self.carried_set
         batch: list[LinkRow] = []
@@ -474,7 +496,7 @@ class Run:
         docs = [self.works[p].doc for p in self.paths]
         for path in self.carried:
             rel = f"{b.CONCEPTS}/{self.works[path].doc.doc_path}"
-            links_from[rel] = os.path.join(old_root, rel)
+            links_from[rel] = f"{old_root}/{rel}"
         attachment_folders = {posixpath.dirname(p) for p in used if p}
         for folder, text in b.folder_indexes(docs, vault.name, attachment_folders, self.report_memo.indexes).items():
             files[posixpath.join(b.CONCEPTS, folder, "index.md")] = text

@@ -376,3 +376,33 @@ def test_a_text_edit_patches_the_database_in_place(tmp_path: Path, monkeypatch: 
     notes[0].write_text(notes[0].read_text("utf-8") + f"\nAlso [[{notes[1].stem}]].\n", "utf-8")
     twin.check()
     assert len(patched) == 6  # written anew
+
+
+def test_an_alias_edit_resolves_again_only_the_links_that_name_a_moved_alias(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An edit of aliases alone (the same notes): only links whose name is an alias that came, went or moved to
+    other notes are resolved again (besides the edited note's own); the bundle is still the full convert's."""
+    rng = random.Random(3814)
+    vault = tmp_path / "vault"
+    _build(vault, rng)
+    note = sorted((vault / "People").glob("*.md"))[0]
+    other = sorted((vault / "Places").glob("*.md"))[0]
+    other.write_text(other.read_text("utf-8") + "\n[[Grey Warden]] and [[Nobody Here]].\n", "utf-8")
+    twin = Twin(vault, tmp_path)
+    resolved: list[str] = []
+    real = run.Resolver.resolve
+
+    def counting(self: Any, target: str, source: str) -> Any:
+        resolved.append(source)
+        return real(self, target, source)
+
+    monkeypatch.setattr(run.Resolver, "resolve", counting)
+    body = note.read_text("utf-8").split("---\n")[-1]
+    note.write_text(f"---\naliases: [Grey Warden]\n---\n{body}", "utf-8")
+    result = convert(vault, twin.inc)
+    incremental = list(resolved)
+    twin.check()  # the same bundle as a full convert's
+    assert result.reused > 0 and not result.unchanged
+    assert set(incremental) <= {note.relative_to(vault).as_posix(), other.relative_to(vault).as_posix()}
+    assert other.relative_to(vault).as_posix() in incremental

@@ -233,14 +233,17 @@ def walk_digest(walk: Walk) -> str:
 
 
 def universe_digest(walk: Walk, aliases: dict[str, tuple[str, ...]]) -> str:
-    """What a link resolves against besides the config: the notes, attachments, excluded files and aliases."""
-    data = (
-        [f.path for f in walk.notes],
-        [f.path for f in walk.attachments],
-        list(walk.excluded),
-        sorted(aliases.items()),
-    )
-    return hashlib.sha256(repr(data).encode("utf-8", "surrogatepass")).hexdigest()
+    """What a link resolves against besides the config: the notes, attachments and excluded files, then the
+    aliases, as two digests joined by a ``.`` (``same_files``: the first part alone says the files are the same,
+    only aliases changed)."""
+    files = ([f.path for f in walk.notes], [f.path for f in walk.attachments], list(walk.excluded))
+    named = sorted(aliases.items())
+    return ".".join(hashlib.sha256(repr(part).encode("utf-8", "surrogatepass")).hexdigest() for part in (files, named))
+
+
+def same_files(universe: str, other: str) -> bool:
+    """Do two ``universe_digest``s have the same notes, attachments and excluded files (aliases aside)?"""
+    return universe.split(".")[0] == other.split(".")[0]
 
 
 def cache_key(vault: Path, vault_name: str, config: Config) -> str:

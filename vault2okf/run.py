@@ -25,7 +25,16 @@ from typing import Any
 
 from vault2okf import bundle as b
 from vault2okf.analytics import NoteAnalytics, analyse, as_tuple, from_tuple, frontmatter, graph_key
-from vault2okf.cache import Body, ConvertCache, NoteState, output_sig, suggest_key, universe_digest, walk_digest
+from vault2okf.cache import (
+    Body,
+    ConvertCache,
+    NoteState,
+    output_sig,
+    same_files,
+    suggest_key,
+    universe_digest,
+    walk_digest,
+)
 from vault2okf.concept import concept_id, concept_row, doc_safe, link_row
 from vault2okf.config import Config
 from vault2okf.db import AnalyticsRow, ConceptRow, DatabasePatcher, DatabaseWriter, LinkRow
@@ -37,7 +46,7 @@ from vault2okf.names import assign_doc_paths
 from vault2okf.parse import Link, Note, Problem
 from vault2okf.protocol import DATABASE, database
 from vault2okf.report import LinkRecord, LinkReport, ReportMemo, type_rows
-from vault2okf.resolve import NOTE_STATUSES, Resolution, Resolver, Status, block_sets, check_blocks
+from vault2okf.resolve import NOTE_STATUSES, Resolution, Resolver, Status, block_sets, check_blocks, normalise
 from vault2okf.scan import prepare_parser
 from vault2okf.skill import skill_text
 from vault2okf.suggest import BodyWords, TallyBox, body_words, spelling_variants
@@ -263,11 +272,12 @@ class Run:
         self.aliases = {p: m.aliases for p, m in metas.items() if m.aliases}
         self.universe = universe_digest(self.walk, self.aliases)
         same = self.old is not None and self.old.universe == self.universe
+        moved = None if same else self._moved_aliases()
         resolver: Resolver | None = None
         self.records: list[LinkRecord] = []
         for path in self.paths:
             w = self.works[path]
-            if same and w.reuse is not None:
+            if w.reuse is not None and (same or (moved is not None and not _names_any(w.reading.links, moved))):
                 w.resolved = Resolved(w.reuse.resolved, w.reuse.resolve_problems)
             else:
                 resolver = resolver or _resolver(self.paths, self.walk, self.aliases, self.config)
@@ -281,6 +291,16 @@ class Run:
             checked = check_blocks(links, resolved, blocks)
             w.missing_blocks = tuple(i for i, r in enumerate(checked) if r is not resolved[i])
             self.records.extend(LinkRecord(path, lk, r) for lk, r in zip(links, checked, strict=True))
+
+    def _moved_aliases(self) -> frozenset[str] | None:
+        """Where only aliases changed since the last convert (the same notes, attachments and excluded files): the
+        alias keys (as ``Resolver`` folds them) whose notes changed. A link naming none of them resolves as
+        before: an alias is looked up only for a name no note has, and the notes are the same. None: not known."""
+        if self.old is None or not same_files(self.old.universe, self.universe):
+            return None
+        was = _alias_keys({p: st.meta.aliases for p, st in self.old.notes.items() if st.meta.aliases})
+        now = _alias_keys(self.aliases)
+        return frozenset(k for k in was.keys() | now.keys() if was.get(k) != now.get(k))
 
     # -- rendering ----------------------------------------------------------------------------------------
     def _render(self) -> None:
@@ -613,6 +633,20 @@ class Run:
 @dataclass(frozen=True)
 class _Path:
     path: str  # a note as spelling_variants needs it when its body_words are known
+
+
+def _alias_keys(aliases: dict[str, tuple[str, ...]]) -> dict[str, list[str]]:
+    """Alias key -> the notes that have it, as ``Resolver`` builds them."""
+    keys: dict[str, list[str]] = {}
+    for path, names in sorted(aliases.items()):
+        for name in names:
+            keys.setdefault(normalise(name).casefold(), []).append(path)
+    return keys
+
+
+def _names_any(links: tuple[Link, ...], keys: frozenset[str]) -> bool:
+    """Does one of ``links`` name (as ``Resolver`` looks up an alias) one of ``keys``?"""
+    return bool(keys) and any(normalise(link.target).casefold() in keys for link in links)
 
 
 def _encoded(text: str | bytes) -> bytes:

@@ -317,3 +317,92 @@ def test_a_watch_started_on_an_up_to_date_bundle_keeps_its_cache(tmp_path: Path)
     _edit(vault, rng, "text", 0)
     assert w.rebuild(1) and w.kept.used, lines[-1]
     _full_equal(vault, out, tmp_path, 0)
+
+
+def test_generated_files_with_the_same_bytes_are_linked_not_written(tmp_path: Path) -> None:
+    """A text edit that changes no folder index and no report: the new generation links the old bundle's
+    link-health files and index.md files (same inode) rather than writing them, the page and the Markdown not
+    even made (the JSON they are made from is the same), and the bundle is still the full convert's. A file of
+    the bundle edited by hand is written again."""
+    rng = random.Random(3812)
+    vault = tmp_path / "vault"
+    _build(vault, rng)
+    twin = Twin(vault, tmp_path)
+    kept = ["link-health.html", "link-health.md", "link-health.json", "index.md", "concepts/People/index.md"]
+    before = {rel: (twin.inc / rel).stat().st_ino for rel in kept}
+    (twin.inc / "link-health.md").write_text("edited by hand\n", "utf-8")
+    note = sorted((vault / "Places").glob("*.md"))[0]
+    note.write_text(note.read_text("utf-8") + "\nquietly the mill stood\n", "utf-8")
+    calls: list[str] = []
+    real = run.link_health_html
+
+    def counting(*args: Any) -> str:
+        calls.append("html")
+        return real(*args)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(run, "link_health_html", counting)
+        twin.check()
+        after = {rel: (twin.inc / rel).stat().st_ino for rel in kept}
+    assert calls == ["html"]  # the full convert made its page; the incremental one linked the old
+    assert {rel for rel in kept if after[rel] == before[rel]} == set(kept) - {"link-health.md"}
+
+
+def test_a_text_edit_patches_the_database_in_place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A few notes made again with as many links, tags and aliases as before: okf.duckdb is the old file with
+    their rows updated in place (``db.DatabasePatcher``), every table still in a full convert's order; one more
+    link (its note's links rows no longer fit) writes it anew. Patched again and again, the file does not grow."""
+    rng = random.Random(3813)
+    vault = tmp_path / "vault"
+    _build(vault, rng)
+    twin = Twin(vault, tmp_path)
+    patched: list[Path] = []
+    real = run.DatabasePatcher
+
+    def spying(path: Path, old: Path) -> run.DatabasePatcher:
+        patched.append(path)
+        return real(path, old)
+
+    monkeypatch.setattr(run, "DatabasePatcher", spying)
+    notes = sorted(vault.rglob("*.md"))
+    sizes = []
+    for step in range(6):
+        note = notes[step % len(notes)]
+        note.write_text(note.read_text("utf-8") + _sentence(rng, [p.stem for p in notes]) + "\n", "utf-8")
+        twin.check()
+        sizes.append((twin.inc / "okf.duckdb").stat().st_size)
+    assert len(patched) == 6
+    assert max(sizes) <= sizes[0] * 1.5, sizes
+    notes[0].write_text(notes[0].read_text("utf-8") + f"\nAlso [[{notes[1].stem}]].\n", "utf-8")
+    twin.check()
+    assert len(patched) == 6  # written anew
+
+
+def test_an_alias_edit_resolves_again_only_the_links_that_name_a_moved_alias(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An edit of aliases alone (the same notes): only links whose name is an alias that came, went or moved to
+    other notes are resolved again (besides the edited note's own); the bundle is still the full convert's."""
+    rng = random.Random(3814)
+    vault = tmp_path / "vault"
+    _build(vault, rng)
+    note = sorted((vault / "People").glob("*.md"))[0]
+    other = sorted((vault / "Places").glob("*.md"))[0]
+    other.write_text(other.read_text("utf-8") + "\n[[Grey Warden]] and [[Nobody Here]].\n", "utf-8")
+    twin = Twin(vault, tmp_path)
+    resolved: list[str] = []
+    real = run.Resolver.resolve
+
+    def counting(self: Any, target: str, source: str) -> Any:
+        resolved.append(source)
+        return real(self, target, source)
+
+    monkeypatch.setattr(run.Resolver, "resolve", counting)
+    body = note.read_text("utf-8").split("---\n")[-1]
+    note.write_text(f"---\naliases: [Grey Warden]\n---\n{body}", "utf-8")
+    result = convert(vault, twin.inc)
+    incremental = list(resolved)
+    twin.check()  # the same bundle as a full convert's
+    assert result.reused > 0 and not result.unchanged
+    assert set(incremental) <= {note.relative_to(vault).as_posix(), other.relative_to(vault).as_posix()}
+    assert other.relative_to(vault).as_posix() in incremental

@@ -45,9 +45,10 @@ from vault2okf.walk import VaultFile, Walk
 
 NAME = "convert-cache.bin"
 # 2: each note's state marshalled on its own, so an unchanged one is saved as it was read; 3: a magic line, and
-# the head and the body each carry their length and sha256, so no damaged byte is ever trusted
-FORMAT = 3
-MAGIC = b"vault2okf convert cache 3\n"
+# the head and the body each carry their length and sha256, so no damaged byte is ever trusted; 4: the sha256 of
+# each generated file that is not a doc (``digests``), so an unchanged one is linked rather than written again
+FORMAT = 4
+MAGIC = b"vault2okf convert cache 4\n"
 _LENGTH, _DIGEST = 8, 32
 
 
@@ -97,6 +98,7 @@ class ConvertCache:
     summary: dict[str, Any]  # "links": how many, "totals": LinkReport.totals()
     body: Callable[[], Body]  # the rest, read from the file only when something changed
     intact: Callable[[], bool] = lambda: True  # the body's bytes are the ones written (hashed, not decoded)
+    digests: dict[str, str] = field(default_factory=dict)  # generated file (index.md, report...) -> sha256 as written
 
     @cached_property
     def loaded(self) -> Body:
@@ -114,7 +116,7 @@ class ConvertCache:
             return False
         root = str(out)
         for outputs in (self.files, self.docs):
-            if not all(output_sig(os.path.join(root, rel)) == sig for rel, sig in outputs.items()):
+            if not all(output_sig(f"{root}/{rel}") == sig for rel, sig in outputs.items()):
                 return False
         return all(output_sig(os.path.join(root, b.CONCEPTS, p)) == copy for p, (_, copy) in self.attachments.items())
 
@@ -231,14 +233,17 @@ def walk_digest(walk: Walk) -> str:
 
 
 def universe_digest(walk: Walk, aliases: dict[str, tuple[str, ...]]) -> str:
-    """What a link resolves against besides the config: the notes, attachments, excluded files and aliases."""
-    data = (
-        [f.path for f in walk.notes],
-        [f.path for f in walk.attachments],
-        list(walk.excluded),
-        sorted(aliases.items()),
-    )
-    return hashlib.sha256(repr(data).encode("utf-8", "surrogatepass")).hexdigest()
+    """What a link resolves against besides the config: the notes, attachments and excluded files, then the
+    aliases, as two digests joined by a ``.`` (``same_files``: the first part alone says the files are the same,
+    only aliases changed)."""
+    files = ([f.path for f in walk.notes], [f.path for f in walk.attachments], list(walk.excluded))
+    named = sorted(aliases.items())
+    return ".".join(hashlib.sha256(repr(part).encode("utf-8", "surrogatepass")).hexdigest() for part in (files, named))
+
+
+def same_files(universe: str, other: str) -> bool:
+    """Do two ``universe_digest``s have the same notes, attachments and excluded files (aliases aside)?"""
+    return universe.split(".")[0] == other.split(".")[0]
 
 
 def cache_key(vault: Path, vault_name: str, config: Config) -> str:
@@ -293,7 +298,9 @@ def load(bundle: Path, key: str) -> ConvertCache | None:
         head = marshal.loads(head_bytes)
         if head[0] != FORMAT or head[1] != key:
             return None
-        _, _, started, walk, universe, contents, attachments, files, docs, summary, body_size, body_digest = head
+        _, _, started, walk, universe, contents, attachments, files, docs, summary, digests, body_size, body_digest = (
+            head
+        )
     except CacheDamaged:
         raise
     except Exception as error:  # noqa: BLE001 - an unreadable or wrongly shaped head: damaged, never a crash
@@ -304,6 +311,7 @@ def load(bundle: Path, key: str) -> ConvertCache | None:
     return ConvertCache(
         key, started, walk, universe, contents, attachments, files, docs, summary,
         lambda: _body(path, offset, body_size, body_digest), lambda: _intact(path, offset, body_size, body_digest),
+        digests,
     )  # fmt: skip
 
 
@@ -382,7 +390,7 @@ def save(stage: Path, found: ConvertCache, *, hold: bool = False) -> None:
     body_bytes = marshal.dumps(data)
     head = (
         FORMAT, found.key, found.started_ns, found.walk, found.universe, found.contents, found.attachments,
-        found.files, found.docs, found.summary, len(body_bytes), hashlib.sha256(body_bytes).digest(),
+        found.files, found.docs, found.summary, found.digests, len(body_bytes), hashlib.sha256(body_bytes).digest(),
     )  # fmt: skip
     head_bytes = marshal.dumps(head)
     path = cache_path(stage)

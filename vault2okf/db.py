@@ -243,6 +243,87 @@ class DatabaseWriter:
             self.con = None
 
 
+# concepts columns a patch never sets: the key, and the lists (DuckDB updates a list column by deleting the row
+# and inserting it again, at the end of the table): ``Run`` patches only notes whose tags and aliases are the same
+_KEPT_COLUMNS = frozenset({"id", "tags", "aliases"})
+
+
+class DatabasePatcher:
+    """``okf.duckdb`` for a convert that made again the docs of a few notes of the same vault (the same notes, in
+    the same order, each made one with as many links as before): the old file copied, the made notes' concepts
+    and links rows updated in place (an update keeps a row where it was, so every table reads in the order a
+    full write gives), the mentions and analytics tables, which are made again each run, written anew. The same
+    interface as ``DatabaseWriter``; ``Run`` chooses it only where those conditions hold."""
+
+    def __init__(self, path: Path, old: Path) -> None:
+        self.path, self.old = path, old
+        self.con: duckdb.DuckDBPyConnection | None = None
+        self.ordinal: Counter[str] = Counter()  # a link's place among its note's links
+        self.rowids: dict[str, list[int]] = {}  # concept id -> its links' rowids, in order
+
+    def _connect(self) -> duckdb.DuckDBPyConnection:
+        if self.con is None:
+            import shutil
+
+            import duckdb
+
+            shutil.copyfile(self.old, self.path)
+            self.con = duckdb.connect(str(self.path))
+        return self.con
+
+    def concepts(self, rows: Sequence[ConceptRow]) -> None:
+        if not rows:
+            return
+        con = self._connect()
+        columns = [c for c in CONCEPT_COLUMNS if c not in _KEPT_COLUMNS]
+        sql = f"UPDATE concepts SET {', '.join(f'{c} = ?' for c in columns)} WHERE id = ?"
+        con.executemany(sql, [[*(_value(getattr(r, c)) for c in columns), r.id] for r in rows])
+
+    def links(self, rows: Sequence[LinkRow]) -> None:
+        if not rows:
+            return
+        con = self._connect()
+        columns = [c for c in LINK_COLUMNS if c != "source_id"]
+        params = []
+        for row in rows:
+            ids = self.rowids.get(row.source_id)
+            if ids is None:
+                found = con.execute("SELECT rowid FROM links WHERE source_id = ? ORDER BY rowid", [row.source_id])
+                ids = self.rowids[row.source_id] = [r[0] for r in found.fetchall()]
+            place = self.ordinal[row.source_id]
+            self.ordinal[row.source_id] += 1
+            if place >= len(ids):
+                raise Vault2OkfError(f"{self.old}: fewer links rows for {row.source_id} than the note has")
+            params.append([*(_value(getattr(row, c)) for c in columns), ids[place]])
+        con.executemany(f"UPDATE links SET {', '.join(f'{c} = ?' for c in columns)} WHERE rowid = ?", params)
+
+    def mentions(self, rows: Sequence[MentionRow]) -> None:
+        self._replace("mentions", MENTION_COLUMNS, rows)
+
+    def analytics(self, rows: Sequence[AnalyticsRow]) -> None:
+        self._replace("analytics", ANALYTICS_COLUMNS, rows)
+
+    def _replace(self, table: str, columns: Sequence[str], rows: Sequence[Any]) -> None:
+        con = self._connect()
+        con.execute(f"DELETE FROM {table}")
+        _insert(con, table, columns, rows)
+
+    def close(self) -> None:
+        con = self._connect()
+        try:
+            for source_id, ids in self.rowids.items():
+                if self.ordinal[source_id] != len(ids):
+                    raise Vault2OkfError(f"{self.old}: more links rows for {source_id} than the note has")
+            con.execute("CHECKPOINT")
+        finally:
+            self.abort()
+
+    def abort(self) -> None:
+        if self.con is not None:
+            self.con.close()
+            self.con = None
+
+
 def _quoted(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 

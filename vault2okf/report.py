@@ -203,10 +203,24 @@ class LinkReport:
             for note, n in ranked
         ]
 
-    def to_markdown(self) -> str:
-        """The report for people; every name from the vault in it escaped (``mdtext``): shown, never HTML."""
+    def to_markdown(self, memo: ReportMemo | None = None) -> str:
+        """The report for people; every name from the vault in it escaped (``mdtext``): shown, never HTML. With
+        ``memo``, a piece whose values are the ones last rendered takes that text again (a watcher's next report)."""
         data = self.to_json()
-        return _front(data) + "\n".join(_markdown(data)) + "\n"
+        pieces = []
+        for name, keys, make in _MARKDOWN_PIECES:
+            values = tuple(data[k] for k in keys)
+            was = memo.markdown.get(name) if memo is not None else None
+            if was is not None and was[0] == values:
+                text_ = was[1]
+            else:
+                lines = list(make(*values))
+                text_ = "\n".join(lines) if lines else None
+                if memo is not None:
+                    memo.markdown[name] = (values, text_)
+            if text_ is not None:
+                pieces.append(text_)
+        return _front(data) + "\n".join(pieces) + "\n"
 
     def to_json_text(self, memo: ReportMemo | None = None) -> str:
         """``json.dumps(to_json(), indent=2, ensure_ascii=False)``, a top-level key at a time: with ``memo``, a key
@@ -233,6 +247,7 @@ class ReportMemo:
     data: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # the JSON's sections, by what made them
     json: dict[str, tuple[Any, str]] = field(default_factory=dict)
     html: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    markdown: dict[str, tuple[Any, str | None]] = field(default_factory=dict)  # link-health.md's (_MARKDOWN_PIECES)
     indexes: dict[str, Any] = field(default_factory=dict)  # the folders' index.md (bundle.folder_indexes)
 
 
@@ -331,10 +346,9 @@ def _front(d: dict[str, Any]) -> str:
     return f"---\n{frontyaml.dump(head)}---\n"
 
 
-def _markdown(d: dict[str, Any]) -> Iterable[str]:
-    t = d["totals"]
+def _head(vault: str, t: dict[str, Any]) -> Iterable[str]:
     s = t["by_status"]
-    yield f"# Link health: {text(d['vault'])}"
+    yield f"# Link health: {text(vault)}"
     yield ""
     yield (
         f"{_n(t['notes'], 'note')}, {_n(t['links'], 'link')} and {_n(t['embeds'], 'embed')} "
@@ -346,29 +360,47 @@ def _markdown(d: dict[str, Any]) -> Iterable[str]:
     for status, count in s.items():
         if count:
             yield f"| {STATUS_NAMES.get(status, status)} | {count:,} | {t['unique_targets'][status]:,} |"
-    sections = [
-        ("Broken links", "broken", BROKEN_ADVICE, _broken_line),
-        ("Ambiguous links", "ambiguous", AMBIGUOUS_ADVICE, _ambiguous_line),
-        ("Resolved only through an alias", "alias_only", ALIAS_ADVICE, _note_line),
-        ("Pinned by an override", "overridden", "Resolved by `[links.overrides]` in the config.", _note_line),
-        ("Links into excluded folders", "excluded", EXCLUDED_ADVICE, _note_line),
-        ("Missing attachments", "missing_attachments", "Embedded files that are not in the vault; left as written.",
-         _broken_line),
-        ("Links to missing blocks", "missing_blocks", MISSING_BLOCK_ADVICE, _block_line),
-    ]  # fmt: skip
-    clean = [title.lower() for title, key, _, _ in sections if not d[key]]
+
+
+_LINK_SECTIONS: tuple[tuple[str, str, str, Callable[[dict[str, Any]], Iterable[str]]], ...] = (
+    ("Broken links", "broken", "", lambda e: _broken_line(e)),
+    ("Ambiguous links", "ambiguous", "", lambda e: _ambiguous_line(e)),
+    ("Resolved only through an alias", "alias_only", "", lambda e: _note_line(e)),
+    ("Pinned by an override", "overridden", "Resolved by `[links.overrides]` in the config.", lambda e: _note_line(e)),
+    ("Links into excluded folders", "excluded", "", lambda e: _note_line(e)),
+    ("Missing attachments", "missing_attachments", "Embedded files that are not in the vault; left as written.",
+     lambda e: _broken_line(e)),
+    ("Links to missing blocks", "missing_blocks", "", lambda e: _block_line(e)),
+)  # fmt: skip
+
+
+def _advice(key: str, given: str) -> str:
+    found = {"broken": BROKEN_ADVICE, "ambiguous": AMBIGUOUS_ADVICE, "alias_only": ALIAS_ADVICE,
+             "excluded": EXCLUDED_ADVICE, "missing_blocks": MISSING_BLOCK_ADVICE}  # fmt: skip
+    return found.get(key, given)
+
+
+def _clean(*sections: Any) -> Iterable[str]:
+    clean = [title.lower() for (title, _, _, _), entries in zip(_LINK_SECTIONS, sections, strict=True) if not entries]
     if clean:
         yield ""
         yield f"Nothing to report for: {', '.join(clean)}."
-    for title, key, advice, fmt in sections:
-        if d[key]:
-            yield from _section(title, d[key], advice, fmt)
-    yield from _variants(d["variants"])
-    yield from _types(d["types"])
-    yield from _problems(d)
-    yield from _orphans(d["orphans"])
-    yield from _hubs(d["hubs"])
-    yield from _mentions(d["mentions"])
+
+
+def _link_section(index: int) -> Callable[[Any], Iterable[str]]:
+    title, key, advice, fmt = _LINK_SECTIONS[index]
+
+    def make(entries: Any) -> Iterable[str]:
+        if entries:
+            yield from _section(title, entries, _advice(key, advice), fmt)
+
+    return make
+
+
+def _markdown(d: dict[str, Any]) -> Iterable[str]:
+    """The report's lines after its frontmatter (``LinkReport.to_markdown`` joins the same pieces, memo or not)."""
+    for _, keys, make in _MARKDOWN_PIECES:
+        yield from make(*(d[k] for k in keys))
 
 
 BROKEN_ADVICE = (
@@ -492,6 +524,10 @@ def _problems(d: dict[str, Any]) -> Iterable[str]:
         yield from (f"- {code(s['path'])}: {text(s['reason'])}" for s in d["skipped"])
 
 
+def _problem_piece(problems: list[dict[str, Any]], skipped: list[dict[str, Any]]) -> Iterable[str]:
+    return _problems({"problems": problems, "skipped": skipped})
+
+
 def _orphans(orphans: list[str]) -> Iterable[str]:
     yield ""
     yield "## Orphans"
@@ -539,3 +575,22 @@ def _mentions(section: dict[str, Any]) -> Iterable[str]:
             f"line {m['line']} “{text(m['text'])}” → {code(m['link'])}" + (f" ×{m['count']}" if m["count"] > 1 else "")
             for m in shown
         )
+
+
+# link-health.md in pieces, each made from the JSON's values under its keys (``LinkReport.to_markdown`` keeps a
+# watcher's last text of each piece beside those values)
+_MARKDOWN_PIECES: tuple[tuple[str, tuple[str, ...], Callable[..., Iterable[str]]], ...] = (
+    ("head", ("vault", "totals"), _head),
+    ("clean", tuple(key for _, key, _, _ in _LINK_SECTIONS), _clean),
+    *((key, (key,), _link_section(i)) for i, (_, key, _, _) in enumerate(_LINK_SECTIONS)),
+    ("variants", ("variants",), _variants),
+    ("types", ("types",), _types),
+    (
+        "problems",
+        ("problems", "skipped"),
+        lambda problems, skipped: _problems({"problems": problems, "skipped": skipped}),
+    ),
+    ("orphans", ("orphans",), _orphans),
+    ("hubs", ("hubs",), _hubs),
+    ("mentions", ("mentions",), _mentions),
+)

@@ -9,6 +9,7 @@ or taken from that state. The steps keep their problems with the note they belon
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import posixpath
@@ -24,10 +25,19 @@ from typing import Any
 
 from vault2okf import bundle as b
 from vault2okf.analytics import NoteAnalytics, analyse, as_tuple, from_tuple, frontmatter, graph_key
-from vault2okf.cache import Body, ConvertCache, NoteState, output_sig, suggest_key, universe_digest, walk_digest
+from vault2okf.cache import (
+    Body,
+    ConvertCache,
+    NoteState,
+    output_sig,
+    same_files,
+    suggest_key,
+    universe_digest,
+    walk_digest,
+)
 from vault2okf.concept import concept_id, concept_row, doc_safe, link_row
 from vault2okf.config import Config
-from vault2okf.db import AnalyticsRow, ConceptRow, DatabaseWriter, LinkRow
+from vault2okf.db import AnalyticsRow, ConceptRow, DatabasePatcher, DatabaseWriter, LinkRow
 from vault2okf.guard import Problems, note_meta_safe, read_note, resolve_links_safe, rewrite_safe
 from vault2okf.html import link_health_html
 from vault2okf.mentions import Found, Mention, mention_rows, prose, vault_mentions
@@ -36,7 +46,7 @@ from vault2okf.names import assign_doc_paths
 from vault2okf.parse import Link, Note, Problem
 from vault2okf.protocol import DATABASE, database
 from vault2okf.report import LinkRecord, LinkReport, ReportMemo, type_rows
-from vault2okf.resolve import NOTE_STATUSES, Resolution, Resolver, Status, block_sets, check_blocks
+from vault2okf.resolve import NOTE_STATUSES, Resolution, Resolver, Status, block_sets, check_blocks, normalise
 from vault2okf.scan import prepare_parser
 from vault2okf.skill import skill_text
 from vault2okf.suggest import BodyWords, TallyBox, body_words, spelling_variants
@@ -44,6 +54,7 @@ from vault2okf.walk import VaultFile, Walk
 from vault2okf.workers import parallel_chunks, parallel_map
 
 _LINK_BATCH = 5000  # links rows per insert: few statements, never every row in memory at once
+_PATCH_MOST = 64  # notes made again beyond which okf.duckdb is written anew rather than the old one patched
 
 
 @dataclass(frozen=True)
@@ -170,6 +181,8 @@ class Run:
         self.old_db = database(out)
         db_intact = old is not None and output_sig(self.old_db) == old.files.get(DATABASE)
         self.old = old if db_intact else None  # rows are carried from the old database, so it must be intact
+        self.prior = old  # its generated files are linked where their bytes are the same (``_same_file``)
+        self.digests: dict[str, str] = {}  # generated file -> sha256 of the bytes this run made
         self.last = old.loaded if old is not None else None  # its memos (analytics, mentions) need no database
         self.report_memo = self.last.report_memo if self.last is not None else ReportMemo()  # a watcher's
         self.works: dict[str, NoteWork] = {}  # vault path -> this run's work on the note
@@ -259,11 +272,12 @@ class Run:
         self.aliases = {p: m.aliases for p, m in metas.items() if m.aliases}
         self.universe = universe_digest(self.walk, self.aliases)
         same = self.old is not None and self.old.universe == self.universe
+        moved = None if same else self._moved_aliases()
         resolver: Resolver | None = None
         self.records: list[LinkRecord] = []
         for path in self.paths:
             w = self.works[path]
-            if same and w.reuse is not None:
+            if w.reuse is not None and (same or (moved is not None and not _names_any(w.reading.links, moved))):
                 w.resolved = Resolved(w.reuse.resolved, w.reuse.resolve_problems)
             else:
                 resolver = resolver or _resolver(self.paths, self.walk, self.aliases, self.config)
@@ -277,6 +291,16 @@ class Run:
             checked = check_blocks(links, resolved, blocks)
             w.missing_blocks = tuple(i for i, r in enumerate(checked) if r is not resolved[i])
             self.records.extend(LinkRecord(path, lk, r) for lk, r in zip(links, checked, strict=True))
+
+    def _moved_aliases(self) -> frozenset[str] | None:
+        """Where only aliases changed since the last convert (the same notes, attachments and excluded files): the
+        alias keys (as ``Resolver`` folds them) whose notes changed. A link naming none of them resolves as
+        before: an alias is looked up only for a name no note has, and the notes are the same. None: not known."""
+        if self.old is None or not same_files(self.old.universe, self.universe):
+            return None
+        was = _alias_keys({p: st.meta.aliases for p, st in self.old.notes.items() if st.meta.aliases})
+        now = _alias_keys(self.aliases)
+        return frozenset(k for k in was.keys() | now.keys() if was.get(k) != now.get(k))
 
     # -- rendering ----------------------------------------------------------------------------------------
     def _render(self) -> None:
@@ -360,7 +384,7 @@ class Run:
             st.inputs == w.inputs
             and st.resolved == w.resolutions
             and st.meta == w.meta
-            and output_sig(os.path.join(self.out, b.CONCEPTS, st.doc.doc_path)) == st.output
+            and output_sig(f"{self.out}/{b.CONCEPTS}/{st.doc.doc_path}") == st.output  # a join 13k times: a format
         )
 
     # -- the report and the files -------------------------------------------------------------------------
@@ -419,7 +443,11 @@ class Run:
     def write(self, stage: Path, key: str, started: int) -> ConvertCache:
         meta = {"vault": self.vault.name, "okf_version": b.OKF_VERSION}
         old_db = self.old_db if self.carried else None
-        database = DatabaseWriter(stage / DATABASE, meta, old_db, self.carried)
+        database: DatabaseWriter | DatabasePatcher
+        if self._patches():
+            database = DatabasePatcher(stage / DATABASE, self.old_db)
+        else:
+            database = DatabaseWriter(stage / DATABASE, meta, old_db, self.carried)
         try:
             self._make_docs(stage, database.concepts)
             self.clock.lap("docs")
@@ -435,7 +463,24 @@ class Run:
         self.clock.lap("write")
         return self._cache(stage, key, started, files)
 
-    def _write_links(self, database: DatabaseWriter) -> None:
+    def _patches(self) -> bool:
+        """May ``okf.duckdb`` be the old one patched (``db.DatabasePatcher``)? Where the notes are the old ones in
+        the same order, at most ``_PATCH_MOST`` of them made again, each with its old doc path, as many links and
+        the same tags and aliases (the list columns, which DuckDB cannot update in place)."""
+        if self.old is None:
+            return False
+        made = [p for p in self.paths if self.works[p].made is None]
+        notes = self.old.notes
+        if len(made) > _PATCH_MOST or list(notes) != self.paths:
+            return False
+        return all(
+            notes[p].doc.doc_path == self.doc_of[p]
+            and len(notes[p].links) == len(self.works[p].reading.links)
+            and (notes[p].meta.tags, notes[p].meta.aliases) == (self.works[p].meta.tags, self.works[p].meta.aliases)
+            for p in made
+        )
+
+    def _write_links(self, database: DatabaseWriter | DatabasePatcher) -> None:
         """The links rows of the notes not carried, a batch at a time, and the database finished."""
         carried = self.carried_set
         batch: list[LinkRow] = []
@@ -471,7 +516,7 @@ class Run:
         docs = [self.works[p].doc for p in self.paths]
         for path in self.carried:
             rel = f"{b.CONCEPTS}/{self.works[path].doc.doc_path}"
-            links_from[rel] = os.path.join(old_root, rel)
+            links_from[rel] = f"{old_root}/{rel}"
         attachment_folders = {posixpath.dirname(p) for p in used if p}
         for folder, text in b.folder_indexes(docs, vault.name, attachment_folders, self.report_memo.indexes).items():
             files[posixpath.join(b.CONCEPTS, folder, "index.md")] = text
@@ -480,13 +525,30 @@ class Run:
         data = report.to_json()
         files["SKILL.md"] = skill_text(vault.name, vault.name, types, data["totals"], folders=data["types"])
         renamed = {p: f"{b.CONCEPTS}/{d}" for p, d in doc_of.items() if d != p}
-        made: list[tuple[str, Callable[[], str]]] = [
-            ("link-health.md", report.to_markdown),
-            ("link-health.json", lambda: report.to_json_text(self.report_memo)),
-            ("link-health.html", lambda: link_health_html(data, renamed, self.report_memo.html)),
-        ]
-        for rel, make in made:
-            b.write_file(stage / rel, make())
+        held = [report.to_json_text(self.report_memo).encode("utf-8")]  # given up once written
+        # the page and the Markdown are made from the JSON (the page with the renamed docs' paths): where that is
+        # what the old ones were made from, and they are as written, they are linked without being made again
+        made: list[tuple[str, str | None, Callable[[], str | bytes]]] = [
+            ("link-health.json", None, held.pop),
+            ("link-health.md", _digest(held[0]), lambda: report.to_markdown(self.report_memo)),
+            ("link-health.html", _digest(held[0], repr(sorted(renamed.items())).encode("utf-8")),
+             lambda: link_health_html(data, renamed, self.report_memo.html)),
+        ]  # fmt: skip
+        for rel, source, make in made:
+            if source is not None and self._made_from(rel, source):
+                links_from[rel] = os.path.join(old_root, rel)
+                continue
+            content = _encoded(make())
+            if self._same_file(rel, content):
+                links_from[rel] = os.path.join(old_root, rel)
+            else:
+                b.write_file(stage / rel, content)
+            del content
+        written = [*files, *(rel for rel, _, _ in made)]
+        for rel in list(files):  # the same bytes as the old bundle's file: linked, not written again
+            if self._same_file(rel, _encoded(files[rel])):
+                links_from[rel] = os.path.join(old_root, rel)
+                del files[rel]
         files[b.MARKER] = json.dumps({"tool": "vault2okf", "vault": vault.name, "okf_version": b.OKF_VERSION}) + "\n"
         copies, old_copies = {}, self.old.attachments if self.old else {}
         sources = {a.path: a for a in self.walk.attachments if a.path in used}
@@ -499,7 +561,31 @@ class Run:
                 copies[rel] = a.abs_path
         self.clock.lap("render")
         self.copied = b.write_tree(stage, files, copies, links_from)
-        return [*files, *(rel for rel, _ in made)]
+        return [*written, b.MARKER]
+
+    def _made_from(self, rel: str, source: str) -> bool:
+        """Was the old bundle's ``rel`` made from ``source`` (a digest of what makes it), and is it as written?
+        Then it is what this run would make. Recorded either way."""
+        self.digests[f"{rel}\0from"] = source
+        old = self.prior
+        if old is None or old.digests.get(f"{rel}\0from") != source or rel not in old.digests:
+            return False
+        if output_sig(os.path.join(self.out, rel)) != old.files.get(rel, ()) or not old.files.get(rel):
+            return False
+        self.digests[rel] = old.digests[rel]
+        return True
+
+    def _same_file(self, rel: str, data: bytes) -> bool:
+        """Is ``data`` the content of the old bundle's ``rel``, as the last convert wrote it (its sha256 recorded
+        then, the file not touched since: size, mtime and inode the same)? Its digest is recorded either way."""
+        digest = self.digests[rel] = hashlib.sha256(data).hexdigest()
+        old = self.prior
+        return (
+            old is not None
+            and old.digests.get(rel) == digest
+            and output_sig(os.path.join(self.out, rel)) == old.files.get(rel, ())
+            and old.files.get(rel, ()) != ()
+        )
 
     def _cache(self, stage: Path, key: str, started: int, files: list[str]) -> ConvertCache:
         notes, root, carried = {}, str(stage), self.carried_set
@@ -540,12 +626,39 @@ class Run:
             docs=docs,
             summary={"links": len(self.records), "totals": data["totals"]},
             body=lambda: body,
+            digests=self.digests,
         )
 
 
 @dataclass(frozen=True)
 class _Path:
     path: str  # a note as spelling_variants needs it when its body_words are known
+
+
+def _alias_keys(aliases: dict[str, tuple[str, ...]]) -> dict[str, list[str]]:
+    """Alias key -> the notes that have it, as ``Resolver`` builds them."""
+    keys: dict[str, list[str]] = {}
+    for path, names in sorted(aliases.items()):
+        for name in names:
+            keys.setdefault(normalise(name).casefold(), []).append(path)
+    return keys
+
+
+def _names_any(links: tuple[Link, ...], keys: frozenset[str]) -> bool:
+    """Does one of ``links`` name (as ``Resolver`` looks up an alias) one of ``keys``?"""
+    return bool(keys) and any(normalise(link.target).casefold() in keys for link in links)
+
+
+def _encoded(text: str | bytes) -> bytes:
+    return text if isinstance(text, bytes) else text.encode("utf-8")
+
+
+def _digest(*parts: bytes) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(len(part).to_bytes(8, "little"))
+        h.update(part)
+    return h.hexdigest()
 
 
 def _interned(words: BodyWords) -> BodyWords:

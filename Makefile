@@ -108,6 +108,7 @@ bench-onnx: install  ## ONNX question encoder vs FlagEmbedding: golden vectors, 
 
 bench-cost: install  ## MiniLM beside a BGE-M3-size random stand-in: chunks/s torch/onnxruntime/int8, memory, cold search
 	$(PY) bench/embedder_cost.py --out reports/bench-embedder-cost.txt
+	$(PY) bench/graph_ab.py --out reports/bench-graph-ab.txt
 
 reports: install  ## regenerate reports/ from the shared vaults (scripts/make_reports.py lists them)
 	$(PY) scripts/make_reports.py

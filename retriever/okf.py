@@ -78,9 +78,22 @@ def _check_schema(con: Any, bundle: Path) -> None:
 
 def concept_texts(bundle: Path) -> list[ConceptText]:
     """Every concept's id, title (its file name when empty) and body, ordered by id."""
+    return concepts_and_names(bundle)[0]
+
+
+def concepts_and_names(bundle: Path) -> tuple[list[ConceptText], dict[str, tuple[str, tuple[str, ...]]] | None]:
+    """``concept_texts``, and every concept's title and aliases by id as the note graph holds them (``graph_rows``)
+    without its links: None for a database without them (a hand-made one)."""
+    import duckdb
+
     with read_bundle(bundle) as con:
         rows = con.execute("SELECT id, title, body FROM concepts ORDER BY id").fetchall()
-    return [ConceptText(cid, title or cid.rsplit("/", 1)[-1], body or "") for cid, title, body in rows]
+        try:
+            names = con.execute("SELECT id, title, aliases FROM concepts").fetchall()
+        except duckdb.Error:
+            names = None
+    texts = [ConceptText(cid, title or cid.rsplit("/", 1)[-1], body or "") for cid, title, body in rows]
+    return texts, None if names is None else {cid: (title, tuple(aliases)) for cid, title, aliases in names}
 
 
 def graph_rows(bundle: Path) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:

@@ -297,7 +297,7 @@ def _save_table(
     before = chroma_fingerprint(chroma_dir, info.collection)
     path = table_path(bundle_dir, info.collection)
     lexical = lexical_path(bundle_dir, info.collection)
-    earlier = Lexical.saved_for(edit.saved.table, lexical) if edit is not None else None
+    earlier = _earlier_lexical(edit.saved.table, lexical) if edit is not None else None
     path.unlink(missing_ok=True)  # a table of an older state must never outlive it
     lexical.unlink(missing_ok=True)  # nor its BM25 indexes
     if before is None:
@@ -314,6 +314,7 @@ def _save_table(
     }  # fmt: skip
     table.save(path, meta)
     table.stamp = before
+    _KEPT.keep(path, (table, meta))
     if heads is not None:  # else (a hand-made okf.duckdb without titles and aliases) the first search saves them
         _save_lexical(bundle_dir, info, table, earlier, heads)
 
@@ -324,7 +325,9 @@ def _save_lexical(
     """The saved table's BM25 indexes (chunks, and notes by title, aliases and text: ``heads``), so a search loads
     them: ``earlier`` (the last table's) updated by what changed, else built."""
     lexical = earlier.updated(table, heads) if earlier is not None else Lexical(table, None, heads=heads)
-    lexical.save(lexical_path(bundle_dir, info.collection))
+    path = lexical_path(bundle_dir, info.collection)
+    lexical.save(path)
+    _KEPT.keep(path, lexical)
 
 
 def _refresh_heads(bundle_dir: Path | str, saved: Saved, heads: dict[str, str] | None) -> None:
@@ -333,21 +336,77 @@ def _refresh_heads(bundle_dir: Path | str, saved: Saved, heads: dict[str, str] |
     path = lexical_path(bundle_dir, saved.info.collection)
     if heads is None or Lexical(saved.table, None, heads=heads).saved_in(path):
         return
-    earlier = Lexical.saved_for(saved.table, path)
+    earlier = _earlier_lexical(saved.table, path)
+    lexical = earlier.updated(saved.table, heads) if earlier else Lexical(saved.table, None, heads=heads)
     with contextlib.suppress(OSError):  # a read-only bundle: the search builds them
-        (earlier.updated(saved.table, heads) if earlier else Lexical(saved.table, None, heads=heads)).save(path)
+        lexical.save(path)
+        _KEPT.keep(path, lexical)
+
+
+def _earlier_lexical(table: ChunkTable, path: Path) -> Lexical | None:
+    """The BM25 indexes saved at ``path`` for ``table``: as this process wrote them, else read (`Lexical.saved_for`)."""
+    kept = _KEPT.get(path)
+    if isinstance(kept, Lexical) and kept.table is table:
+        return kept
+    return Lexical.saved_for(table, path)
+
+
+def _kept_table(path: Path) -> tuple[ChunkTable, dict[str, Any]] | None:
+    kept = _KEPT.get(path)
+    if isinstance(kept, tuple) and isinstance(kept[0], ChunkTable) and isinstance(kept[1], dict):
+        return kept[0], kept[1]
+    return None
+
+
+class Kept:
+    """What this process last wrote of a bundle's index (the saved table, the BM25 indexes), by the identity of the
+    file it went to (device, inode, size, modification time): `watch --index` indexes after every edit and would
+    otherwise read back, and prove, the files it wrote a moment before (a 13,000-note table is some 60 MB). A file
+    written since, by anyone, is another identity: read again. The newest ``KEEP`` files are kept."""
+
+    KEEP = 4
+
+    def __init__(self) -> None:
+        self._kept: dict[Path, tuple[tuple[int, ...], object]] = {}
+
+    def keep(self, path: Path, value: object) -> None:
+        identity = _identity(path)
+        self._kept.pop(path, None)
+        if identity is not None:
+            self._kept[path] = (identity, value)
+        while len(self._kept) > self.KEEP:
+            del self._kept[next(iter(self._kept))]
+
+    def get(self, path: Path) -> object | None:
+        found = self._kept.get(path)
+        return found[1] if found is not None and found[0] == _identity(path) else None
+
+
+def _identity(path: Path) -> tuple[int, ...] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+_KEPT = Kept()
 
 
 def _cached_table(
-    bundle_dir: Path | str, info: IndexInfo, notices: list[str] | None = None
+    bundle_dir: Path | str, info: IndexInfo, notices: list[str] | None = None, *, kept: bool = False
 ) -> tuple[ChunkTable, dict[str, Any]] | None:
     """The saved table of the recorded index while Chroma still holds exactly what it was copied from. A damaged
-    one (edited, cut, a special file: `retriever.cachefile`) is a line in ``notices`` and read as missing."""
+    one (edited, cut, a special file: `retriever.cachefile`) is a line in ``notices`` and read as missing. With
+    ``kept`` (`index` alone, which never hands it on), the table as this process wrote it when the file is still
+    the one it wrote (`Kept`)."""
     if info.chroma_url:
         return None
     path = table_path(bundle_dir, info.collection)
     try:
-        loaded = ChunkTable.load(path, size_limit(Path(bundle_dir)))
+        loaded = _kept_table(path) if kept else None
+        if loaded is None:
+            loaded = ChunkTable.load(path, size_limit(Path(bundle_dir)))
     except CacheDamaged as damage:
         if notices is not None:
             notices.append(f"the saved chunk table was damaged ({damage}): read from Chroma and saved again")
@@ -379,7 +438,7 @@ def _saved_index(bundle_dir: Path | str, spec: str, chroma_path: Path | str | No
         return None
     if (info.max_tokens, info.min_tokens) != (MAX_TOKENS, MIN_TOKENS):
         return None
-    cached = _cached_table(bundle_dir, info)
+    cached = _cached_table(bundle_dir, info, kept=True)
     if cached is None or cached[1].get("chroma_dir") != _chroma_key(bundle_dir, info.chroma_path):
         return None  # none, or saved before IN_BUNDLE: saved again, so the bundle can move
     return Saved(info, *cached)

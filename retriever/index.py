@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Collection
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,7 +28,7 @@ from retriever.embed import embedder_name as name_of_embedder
 from retriever.errors import RetrieverError
 from retriever.lock import bundle_lock, check_no_stranded_index, holder
 from retriever.memory import ChunkTable, Lexical, note_head, older_npz
-from retriever.okf import concept_texts, concepts_and_names
+from retriever.okf import concept_hashes, concept_texts
 from retriever.store import ChunkStore, chroma_fingerprint, collection_name, default_chroma_path, open_client
 from vault2okf.protocol import index_info, state_dir
 from vault2okf.protocol.disk import disk_full_message, free_space, is_disk_full
@@ -90,10 +91,8 @@ def index_bundle(
     with bundle_lock(bundle_dir, "indexing"):
         check_no_stranded_index(bundle_dir)
         started = time.perf_counter()
-        texts, names = concepts_and_names(Path(bundle_dir))
-        concepts = [(c.id, c.title, c.body) for c in texts]
+        note_hashes, names = concept_hashes(Path(bundle_dir))
         heads = None if names is None else {note: note_head(*name) for note, name in names.items()}
-        note_hashes = {cid: note_hash(title, body) for cid, title, body in concepts}
         saved = None if chroma_url else _saved_index(bundle_dir, embedder_name, chroma_path)
         if saved is not None and _precision_of(bundle_dir) not in (None, wanted):
             saved = None  # the stored vectors are of another precision: embed them all again
@@ -109,14 +108,14 @@ def index_bundle(
         spec = embedder_name
         try:
             result = _index(
-                bundle_dir, concepts, note_hashes, spec, chroma_path, chroma_url, progress, device, batch, wanted,
+                bundle_dir, note_hashes, spec, chroma_path, chroma_url, progress, device, batch, wanted,
                 saved, heads,
             )  # fmt: skip
         except Exception as error:  # chromadb words a full disk its own way ("Error in compaction" ...)
             where = Path(chroma_path) if chroma_path else default_chroma_path(bundle_dir)
             if not is_disk_full(error) and not _out_of_space(where):
                 raise
-            text = sum(len(title) + len(body) for _, title, body in concepts)
+            text = sum(len(title) + len(body) for _, title, body in load_concepts(bundle_dir))
             need = 4 * text + (2 << 20)  # chunk texts, vectors, Chroma's own files and the saved table, about
             raise RetrieverError(disk_full_message(where, need, "this index")) from None
         notices = (*result.notices, *_question_encoder(bundle_dir, read_index_info(bundle_dir), device, wanted))
@@ -164,7 +163,6 @@ def _check_writable(bundle_dir: Path | str) -> None:
 
 def _index(
     bundle_dir: Path | str,
-    concepts: list[tuple[str, str, str]],
     note_hashes: dict[str, str],
     embedder_spec: str,
     chroma_path: Path | str | None,
@@ -193,7 +191,7 @@ def _index(
     edit = _edit(saved, note_hashes, store) if saved is not None else None
     stored = store.stored_metadata() if edit is None else edit.stored
     keep = store.unchanged_notes(note_hashes, stored) if edit is None else edit.keep
-    chunks = chunk_concepts([c for c in concepts if c[0] not in keep])
+    chunks = chunk_concepts(load_concepts(bundle_dir, [note for note in note_hashes if note not in keep]))
     stats = store.sync(
         chunks,
         embedder,
@@ -209,14 +207,14 @@ def _index(
         kept = edit.kept_chunks
         stats = replace(stats, unchanged=stats.unchanged + kept)
     total = len(chunks) + kept
-    info = _info(embedder, name, chroma_path, chroma_url, len(concepts), total)
+    info = _info(embedder, name, chroma_path, chroma_url, len(note_hashes), total)
     if not chroma_url:
         _save_table(bundle_dir, info, store, note_hashes, edit, heads)
     _write_info(bundle_dir, info)
     seconds = _since(started)
     notices = (notice,) if notice else ()
     return IndexResult(
-        name, len(concepts), total, stats.added, stats.removed, stats.unchanged, seconds, embedder.name, notices
+        name, len(note_hashes), total, stats.added, stats.removed, stats.unchanged, seconds, embedder.name, notices
     )
 
 
@@ -452,7 +450,7 @@ def _batch_from_env() -> int:
 
 
 def note_hash(title: str, body: str) -> str:
-    """What a note's chunks are made from: its title and body."""
+    """What a note's chunks are made from: its title and body (`okf.concept_hashes` works it out in DuckDB)."""
     return hashlib.sha256(f"{title}\0{body}".encode()).hexdigest()
 
 
@@ -465,9 +463,10 @@ def _reuse_collection(bundle_dir: Path | str, embedder_name: str) -> str | None:
     return info.collection if info.embedder == embedder_name else None
 
 
-def load_concepts(bundle_dir: Path | str) -> list[tuple[str, str, str]]:
-    """(id, title, body) of every concept, ordered by id (read-only, schema checked: `retriever.okf`)."""
-    return [(c.id, c.title, c.body) for c in concept_texts(Path(bundle_dir))]
+def load_concepts(bundle_dir: Path | str, ids: Collection[str] | None = None) -> list[tuple[str, str, str]]:
+    """(id, title, body) of every concept (with ``ids``, of those), ordered by id (read-only, schema checked:
+    `retriever.okf`)."""
+    return [(c.id, c.title, c.body) for c in concept_texts(Path(bundle_dir), ids)]
 
 
 def chunk_concepts(concepts: list[tuple[str, str, str]]) -> list[Chunk]:

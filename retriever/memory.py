@@ -9,6 +9,7 @@ so a new process opens it without chromadb. The BM25 indexes and the link-contex
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import io
 import json
@@ -97,48 +98,58 @@ class ChunkTable:
     def patched(self, notes: Collection[str], rows: Iterable[StoredRow]) -> ChunkTable:
         """This table with the chunks of ``notes`` exchanged for ``rows``, those notes' chunks as the store holds
         them now (none for a note that is gone): what `from_store` reads after an edit of those notes, row for row,
-        without reading the other notes' chunks again."""
+        without reading the other notes' chunks again. The untouched notes between two touched ones are copied as
+        one slice (a note's rows are consecutive, in note order, in every table `from_store`, `load` and this
+        make)."""
         fresh: dict[str, list[tuple[int, str, str, int, np.ndarray]]] = defaultdict(list)
         for stored in rows:
             meta = stored.metadata or {}
             vector = stored.embedding if stored.embedding is not None else np.zeros(0, dtype=np.float32)
             no = _chunk_no(stored.chunk_id)
             fresh[meta["note_id"]].append((no, stored.chunk_id, stored.document or "", int(meta["tokens"]), vector))
+        order = sorted(self.rows_of)
+        parts: list[tuple[int, int] | str] = []  # slices of this table's rows, and the notes read anew between them
+        cursor = 0
+        for note in sorted({*notes, *fresh}):
+            at = bisect.bisect_left(order, note)
+            end = self.rows_of[order[at]][0] if at < len(order) else len(self.ids)
+            if end > cursor:
+                parts.append((cursor, end))
+            cursor = self.rows_of[note][-1] + 1 if note in self.rows_of else max(cursor, end)
+            if note in fresh:
+                parts.append(note)
+        if cursor < len(self.ids):
+            parts.append((cursor, len(self.ids)))
         ids: list[str] = []
         note_ids: list[str] = []
         texts: list[str] = []
-        tokens: list[int] = []
-        old_rows: list[int] = []  # the rows taken from this table, and where they go
-        old_at: list[int] = []
-        new_vectors: list[np.ndarray] = []
-        new_at: list[int] = []
-        rows_of: dict[str, list[int]] = {}
-        for note in sorted({n for n in self.rows_of if n not in notes} | set(fresh)):
-            start = len(ids)
-            if note in fresh:
-                for _, chunk_id, text, size, vector in sorted(fresh[note], key=lambda chunk: chunk[0]):
-                    new_at.append(len(ids))
-                    new_vectors.append(vector)
-                    ids.append(chunk_id)
-                    note_ids.append(note)
-                    texts.append(text)
-                    tokens.append(size)
-            else:
-                for row in self.rows_of[note]:
-                    old_rows.append(row)
-                    old_at.append(len(ids))
-                    ids.append(self.ids[row])
-                    note_ids.append(note)
-                    texts.append(self.texts[row])
-                    tokens.append(int(self.tokens[row]))
-            rows_of[note] = list(range(start, len(ids)))
-        dim = len(new_vectors[0]) if new_vectors else self.vectors.shape[1]
-        matrix = np.zeros((len(ids), dim) if ids else (0, 1), dtype=np.float32)
-        if old_rows:
-            matrix[old_at] = self.vectors[old_rows]
-        if new_vectors:
-            matrix[new_at] = np.vstack(new_vectors)
-        return ChunkTable(ids, note_ids, texts, np.array(tokens, dtype=np.int64), matrix, rows_of)
+        tokens: list[np.ndarray] = []
+        vectors: list[np.ndarray] = []
+        for part in parts:
+            if isinstance(part, tuple):
+                ids += self.ids[part[0] : part[1]]
+                note_ids += self.note_ids[part[0] : part[1]]
+                texts += self.texts[part[0] : part[1]]
+                tokens.append(self.tokens[part[0] : part[1]])
+                vectors.append(self.vectors[part[0] : part[1]])
+                continue
+            chunks = sorted(fresh[part], key=lambda chunk: chunk[0])
+            ids += [chunk[1] for chunk in chunks]
+            note_ids += [part] * len(chunks)
+            texts += [chunk[2] for chunk in chunks]
+            tokens.append(np.array([chunk[3] for chunk in chunks], dtype=np.int64))
+            vectors.append(np.vstack([chunk[4] for chunk in chunks]).astype(np.float32))
+        rows_of: dict[str, list[int]] = defaultdict(list)
+        for row, note in enumerate(note_ids):
+            rows_of[note].append(row)
+        return ChunkTable(
+            ids,
+            note_ids,
+            texts,
+            np.concatenate(tokens).astype(np.int64) if tokens else np.zeros(0, dtype=np.int64),
+            np.concatenate(vectors) if vectors else np.zeros((0, 1), dtype=np.float32),
+            dict(rows_of),
+        )
 
     def nearest(self, qvec: np.ndarray, k: int, among: np.ndarray | None = None) -> list[ChunkHit]:
         """The ``k`` chunks most similar to ``qvec`` (cosine: rows and question are unit vectors), best first;

@@ -39,6 +39,7 @@ def _table(notes: dict[str, list[str]], stamp: str = "s:1:1") -> ChunkTable:
         for i, text in enumerate(notes[note]):
             ids.append(f"{note}#{i}"), note_ids.append(note), texts.append(text)
     vectors = np.array([_vector(cid, text) for cid, text in zip(ids, texts, strict=True)]).reshape(len(ids), 4)
+    vectors = vectors if ids else np.zeros((0, 1))  # as from_store reads an empty collection
     tokens = np.array([len(t.split()) for t in texts], dtype=np.int64)
     return ChunkTable(ids, note_ids, texts, tokens, vectors.astype(np.float32), rows_of, stamp)
 

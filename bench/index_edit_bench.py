@@ -9,7 +9,9 @@ the checkouts taking turns, R rounds: the process indexes its copy and one edite
 Chroma opens, a file another version wrote is written again, as at the start of ``watch --index``), then K times
 edits one note's text, converts (untimed: the convert side's cost is bench/one_edit_bench.py's) and times
 ``index_bundle`` in-process, as ``watch --index`` calls it: wall and CPU seconds, the load. The floor beside each:
-embedding the edited note's new chunks with the same encoder, the one piece of an edit's index no design avoids.
+embedding every chunk of the edited note with the same encoder, in the same process (an index embeds only the
+chunks whose text changed, often one, so it can come in under this floor: a big note's chunks cost more than the
+rest of its index).
 """
 
 from __future__ import annotations

@@ -98,6 +98,22 @@ def _same_as_built(lexical: Lexical, rng: random.Random) -> None:
             assert lexical.note_scores(question, phrases=phrases) == built.note_scores(question, phrases=phrases)
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_scores_from_counts_are_bm25s_scores_bit_for_bit(seed: int) -> None:
+    import bm25s
+
+    rng = random.Random(seed)
+    docs = [[rng.choice(WORDS) for _ in range(rng.choice([0, 1, 3, 8, 40]))] for _ in range(60)]
+    reference = bm25s.BM25()
+    reference.index(docs, show_progress=False)
+    ours = Bm25.build(docs)
+    for _ in range(200):
+        query = [rng.choice(WORDS) for _ in range(rng.randint(1, 5))]
+        known = [t for t in query if t in reference.vocab_dict]
+        want = reference.get_scores(known) if known else np.zeros(len(docs), dtype=np.float32)
+        assert np.array_equal(ours.get_scores(query), want), query
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_updated_indexes_equal_indexes_built_anew(seed: int, tmp_path: Path) -> None:
     rng = random.Random(seed)

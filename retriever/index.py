@@ -332,7 +332,7 @@ def _refresh_heads(bundle_dir: Path | str, saved: Saved, heads: dict[str, str] |
     """Titles or aliases edited alone change no chunk, only the notes' BM25 indexes: unless the saved ones are
     current, they are updated here (a search would build them from every note) while the bundle can be written."""
     path = lexical_path(bundle_dir, saved.info.collection)
-    if heads is None or Lexical(saved.table, None, heads=heads).saved_in(path):
+    if heads is None or not os.access(path.parent, os.W_OK) or Lexical(saved.table, None, heads=heads).saved_in(path):
         return
     earlier = _earlier_lexical(saved.table, path)
     lexical = earlier.updated(saved.table, heads) if earlier else Lexical(saved.table, None, heads=heads)

@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Collection
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,10 +26,9 @@ from retriever.cachefile import CacheDamaged, size_limit
 from retriever.embed import DEFAULT_EMBEDDER, Embedder, check_embedder, get_embedder
 from retriever.embed import embedder_name as name_of_embedder
 from retriever.errors import RetrieverError
-from retriever.graph import load_graph
 from retriever.lock import bundle_lock, check_no_stranded_index, holder
-from retriever.memory import ChunkTable, Lexical, older_npz
-from retriever.okf import concept_texts
+from retriever.memory import ChunkTable, Lexical, note_head, older_npz
+from retriever.okf import concept_hashes, concept_texts
 from retriever.store import ChunkStore, chroma_fingerprint, collection_name, default_chroma_path, open_client
 from vault2okf.protocol import index_info, state_dir
 from vault2okf.protocol.disk import disk_full_message, free_space, is_disk_full
@@ -91,12 +91,14 @@ def index_bundle(
     with bundle_lock(bundle_dir, "indexing"):
         check_no_stranded_index(bundle_dir)
         started = time.perf_counter()
-        concepts = load_concepts(bundle_dir)
-        note_hashes = {cid: note_hash(title, body) for cid, title, body in concepts}
-        done = None if chroma_url else _nothing_changed(bundle_dir, embedder_name, chroma_path, note_hashes)
-        if done is not None and _precision_of(bundle_dir) not in (None, wanted):
-            done = None  # the stored vectors are of another precision: embed them all again
-        if done is not None:
+        note_hashes, names = concept_hashes(Path(bundle_dir))
+        heads = None if names is None else {note: note_head(*name) for note, name in names.items()}
+        saved = None if chroma_url else _saved_index(bundle_dir, embedder_name, chroma_path)
+        if saved is not None and _precision_of(bundle_dir) not in (None, wanted):
+            saved = None  # the stored vectors are of another precision: embed them all again
+        done = saved.info if saved is not None and saved.meta.get("note_hashes") == note_hashes else None
+        if done is not None and saved is not None:
+            _refresh_heads(bundle_dir, saved, heads)
             notices = _question_encoder(bundle_dir, done, device, wanted)
             seconds = _since(started)
             return IndexResult(
@@ -106,13 +108,14 @@ def index_bundle(
         spec = embedder_name
         try:
             result = _index(
-                bundle_dir, concepts, note_hashes, spec, chroma_path, chroma_url, progress, device, batch, wanted
-            )
+                bundle_dir, note_hashes, spec, chroma_path, chroma_url, progress, device, batch, wanted,
+                saved, heads,
+            )  # fmt: skip
         except Exception as error:  # chromadb words a full disk its own way ("Error in compaction" ...)
             where = Path(chroma_path) if chroma_path else default_chroma_path(bundle_dir)
             if not is_disk_full(error) and not _out_of_space(where):
                 raise
-            text = sum(len(title) + len(body) for _, title, body in concepts)
+            text = sum(len(title) + len(body) for _, title, body in load_concepts(bundle_dir))
             need = 4 * text + (2 << 20)  # chunk texts, vectors, Chroma's own files and the saved table, about
             raise RetrieverError(disk_full_message(where, need, "this index")) from None
         notices = (*result.notices, *_question_encoder(bundle_dir, read_index_info(bundle_dir), device, wanted))
@@ -160,7 +163,6 @@ def _check_writable(bundle_dir: Path | str) -> None:
 
 def _index(
     bundle_dir: Path | str,
-    concepts: list[tuple[str, str, str]],
     note_hashes: dict[str, str],
     embedder_spec: str,
     chroma_path: Path | str | None,
@@ -169,6 +171,8 @@ def _index(
     device: str,
     batch_size: int,
     precision: Precision,
+    saved: Saved | None = None,
+    heads: dict[str, str] | None = None,
 ) -> IndexResult:
     from retriever.export import index_embedder
 
@@ -180,10 +184,14 @@ def _index(
     if before not in (None, precision) and device == "cpu":  # vectors of another precision: start the collection anew
         with contextlib.suppress(Exception):  # chromadb's NotFoundError (no such collection) has no public base
             client.delete_collection(name)
+        saved = None
+    if saved is not None and saved.info.collection != name:
+        saved = None
     store = ChunkStore(client, name)
-    stored = store.stored_metadata()
-    keep = store.unchanged_notes(note_hashes, stored)
-    chunks = chunk_concepts([c for c in concepts if c[0] not in keep])
+    edit = _edit(saved, note_hashes, store) if saved is not None else None
+    stored = store.stored_metadata() if edit is None else edit.stored
+    keep = store.unchanged_notes(note_hashes, stored) if edit is None else edit.keep
+    chunks = chunk_concepts(load_concepts(bundle_dir, [note for note in note_hashes if note not in keep]))
     stats = store.sync(
         chunks,
         embedder,
@@ -193,16 +201,57 @@ def _index(
         note_hashes=note_hashes,
         stored=stored,
     )
-    total = len(chunks) + sum(1 for meta in stored.values() if meta.get("note_id") in keep)
-    info = _info(embedder, name, chroma_path, chroma_url, len(concepts), total)
+    if edit is None:
+        kept = sum(1 for meta in stored.values() if meta.get("note_id") in keep)
+    else:  # ``stored`` holds only the edited notes' chunks: the kept ones are counted in the saved table
+        kept = edit.kept_chunks
+        stats = replace(stats, unchanged=stats.unchanged + kept)
+    total = len(chunks) + kept
+    info = _info(embedder, name, chroma_path, chroma_url, len(note_hashes), total)
     if not chroma_url:
-        _save_table(bundle_dir, info, store, note_hashes)
+        _save_table(bundle_dir, info, store, note_hashes, edit, heads)
     _write_info(bundle_dir, info)
     seconds = _since(started)
     notices = (notice,) if notice else ()
     return IndexResult(
-        name, len(concepts), total, stats.added, stats.removed, stats.unchanged, seconds, embedder.name, notices
+        name, len(note_hashes), total, stats.added, stats.removed, stats.unchanged, seconds, embedder.name, notices
     )
+
+
+@dataclass(frozen=True)
+class Saved:
+    """The recorded index with its saved table and the table's meta, while Chroma holds exactly what the table
+    was copied from (`_saved_index`)."""
+
+    info: IndexInfo
+    table: ChunkTable
+    meta: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Edit:
+    """What an index after an edit does, worked out from the saved table instead of every chunk's metadata in
+    Chroma: the notes it keeps (their hash is the one the table was saved with), the stored metadata of the other
+    notes' chunks (edited, or gone from the bundle), and the saved table to patch."""
+
+    saved: Saved
+    keep: set[str]
+    changed: frozenset[str]  # notes whose chunks are replaced: edited, new or gone
+    stored: dict[str, dict[str, Any]]
+    kept_chunks: int
+
+
+def _edit(saved: Saved, note_hashes: dict[str, str], store: ChunkStore) -> Edit:
+    """The edit since ``saved``: a note is kept when the table was saved with its current hash (the table is saved
+    only after a complete index, so each such note is completely stored)."""
+    recorded = saved.meta.get("note_hashes")
+    recorded = recorded if isinstance(recorded, dict) else {}
+    keep = {note for note, digest in note_hashes.items() if recorded.get(note) == digest}
+    rows_of = saved.table.rows_of
+    changed = frozenset(note for note in (*note_hashes, *rows_of) if note not in keep)
+    stored = store.metadata_of([saved.table.ids[row] for note in changed for row in rows_of.get(note, ())])
+    kept_chunks = sum(len(rows_of.get(note, ())) for note in keep)
+    return Edit(saved, keep, changed, stored, kept_chunks)
 
 
 def _since(started: float) -> float:
@@ -231,17 +280,30 @@ def _chroma_key(bundle_dir: Path | str, chroma_path: Path | str | None) -> str:
     return IN_BUNDLE if not chroma_path else str(_chroma_dir(bundle_dir, chroma_path))
 
 
-def _save_table(bundle_dir: Path | str, info: IndexInfo, store: ChunkStore, note_hashes: dict[str, str]) -> None:
+def _save_table(
+    bundle_dir: Path | str,
+    info: IndexInfo,
+    store: ChunkStore,
+    note_hashes: dict[str, str],
+    edit: Edit | None = None,
+    heads: dict[str, str] | None = None,
+) -> None:
     """Save the collection as it is now, stamped with its fingerprint, taken before the copy and checked after it
-    (a write in between leaves no table: the next `index` writes one)."""
+    (a write in between leaves no table: the next `index` writes one). After an ``edit``, the saved table and its
+    BM25 indexes are patched with the edited notes' chunks instead of read and built again from every chunk."""
     chroma_dir = _chroma_dir(bundle_dir, info.chroma_path)
     before = chroma_fingerprint(chroma_dir, info.collection)
     path = table_path(bundle_dir, info.collection)
+    lexical = lexical_path(bundle_dir, info.collection)
+    earlier = _earlier_lexical(edit.saved.table, lexical) if edit is not None else None
     path.unlink(missing_ok=True)  # a table of an older state must never outlive it
-    lexical_path(bundle_dir, info.collection).unlink(missing_ok=True)  # nor its BM25 indexes
+    lexical.unlink(missing_ok=True)  # nor its BM25 indexes
     if before is None:
         return
-    table = ChunkTable.from_store(store)
+    if edit is None:
+        table = ChunkTable.from_store(store)
+    else:
+        table = edit.saved.table.patched(edit.changed, store.note_rows(sorted(edit.changed)))
     if chroma_fingerprint(chroma_dir, info.collection) != before or len(table.ids) != info.chunks:
         return
     meta = {
@@ -250,30 +312,99 @@ def _save_table(bundle_dir: Path | str, info: IndexInfo, store: ChunkStore, note
     }  # fmt: skip
     table.save(path, meta)
     table.stamp = before
-    _save_lexical(bundle_dir, info, table)
+    _KEPT.keep(path, (table, meta))
+    if heads is not None:  # else (a hand-made okf.duckdb without titles and aliases) the first search saves them
+        _save_lexical(bundle_dir, info, table, earlier, heads)
 
 
-def _save_lexical(bundle_dir: Path | str, info: IndexInfo, table: ChunkTable) -> None:
-    """The saved table's BM25 indexes (chunks, and notes by title, aliases and text), so a search loads them."""
-    import duckdb
+def _save_lexical(
+    bundle_dir: Path | str, info: IndexInfo, table: ChunkTable, earlier: Lexical | None, heads: dict[str, str]
+) -> None:
+    """The saved table's BM25 indexes (chunks, and notes by title, aliases and text: ``heads``), so a search loads
+    them: ``earlier`` (the last table's) updated by what changed, else built."""
+    lexical = earlier.updated(table, heads) if earlier is not None else Lexical(table, None, heads=heads)
+    path = lexical_path(bundle_dir, info.collection)
+    lexical.save(path)
+    _KEPT.keep(path, lexical)
 
-    try:
-        graph = load_graph(Path(bundle_dir))
-    except duckdb.Error:  # an okf.duckdb without the graph's columns (a hand-made one): the first search saves it
+
+def _refresh_heads(bundle_dir: Path | str, saved: Saved, heads: dict[str, str] | None) -> None:
+    """Titles or aliases edited alone change no chunk, only the notes' BM25 indexes: unless the saved ones are
+    current, they are updated here (a search would build them from every note) while the bundle can be written."""
+    path = lexical_path(bundle_dir, saved.info.collection)
+    if heads is None or not os.access(path.parent, os.W_OK) or Lexical(saved.table, None, heads=heads).saved_in(path):
         return
-    Lexical(table, graph).save(lexical_path(bundle_dir, info.collection))
+    earlier = _earlier_lexical(saved.table, path)
+    lexical = earlier.updated(saved.table, heads) if earlier else Lexical(saved.table, None, heads=heads)
+    with contextlib.suppress(OSError):  # a read-only bundle: the search builds them
+        lexical.save(path)
+        _KEPT.keep(path, lexical)
+
+
+def _earlier_lexical(table: ChunkTable, path: Path) -> Lexical | None:
+    """The BM25 indexes saved at ``path`` for ``table``: as this process wrote them, else read (`Lexical.saved_for`)."""
+    kept = _KEPT.get(path)
+    if isinstance(kept, Lexical) and kept.table is table:
+        return kept
+    return Lexical.saved_for(table, path)
+
+
+def _kept_table(path: Path) -> tuple[ChunkTable, dict[str, Any]] | None:
+    kept = _KEPT.get(path)
+    if isinstance(kept, tuple) and isinstance(kept[0], ChunkTable) and isinstance(kept[1], dict):
+        return kept[0], kept[1]
+    return None
+
+
+class Kept:
+    """What this process last wrote of a bundle's index (the saved table, the BM25 indexes), by the identity of the
+    file it went to (device, inode, size, modification time): `watch --index` indexes after every edit and would
+    otherwise read back, and prove, the files it wrote a moment before (a 13,000-note table is some 60 MB). A file
+    written since, by anyone, is another identity: read again. The newest ``KEEP`` files are kept."""
+
+    KEEP = 4
+
+    def __init__(self) -> None:
+        self._kept: dict[Path, tuple[tuple[int, ...], object]] = {}
+
+    def keep(self, path: Path, value: object) -> None:
+        identity = _identity(path)
+        self._kept.pop(path, None)
+        if identity is not None:
+            self._kept[path] = (identity, value)
+        while len(self._kept) > self.KEEP:
+            del self._kept[next(iter(self._kept))]
+
+    def get(self, path: Path) -> object | None:
+        found = self._kept.get(path)
+        return found[1] if found is not None and found[0] == _identity(path) else None
+
+
+def _identity(path: Path) -> tuple[int, ...] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+_KEPT = Kept()
 
 
 def _cached_table(
-    bundle_dir: Path | str, info: IndexInfo, notices: list[str] | None = None
+    bundle_dir: Path | str, info: IndexInfo, notices: list[str] | None = None, *, kept: bool = False
 ) -> tuple[ChunkTable, dict[str, Any]] | None:
     """The saved table of the recorded index while Chroma still holds exactly what it was copied from. A damaged
-    one (edited, cut, a special file: `retriever.cachefile`) is a line in ``notices`` and read as missing."""
+    one (edited, cut, a special file: `retriever.cachefile`) is a line in ``notices`` and read as missing. With
+    ``kept`` (`index` alone, which never hands it on), the table as this process wrote it when the file is still
+    the one it wrote (`Kept`)."""
     if info.chroma_url:
         return None
     path = table_path(bundle_dir, info.collection)
     try:
-        loaded = ChunkTable.load(path, size_limit(Path(bundle_dir)))
+        loaded = _kept_table(path) if kept else None
+        if loaded is None:
+            loaded = ChunkTable.load(path, size_limit(Path(bundle_dir)))
     except CacheDamaged as damage:
         if notices is not None:
             notices.append(f"the saved chunk table was damaged ({damage}): read from Chroma and saved again")
@@ -292,11 +423,10 @@ def _cached_table(
     return table, meta
 
 
-def _nothing_changed(
-    bundle_dir: Path | str, spec: str, chroma_path: Path | str | None, note_hashes: dict[str, str]
-) -> IndexInfo | None:
-    """The recorded index when it was built by this embedder into this Chroma folder from exactly these notes and
-    Chroma still holds what it held then: nothing to embed, remove or refresh."""
+def _saved_index(bundle_dir: Path | str, spec: str, chroma_path: Path | str | None) -> Saved | None:
+    """The recorded index with its saved table when it was built by this embedder into this Chroma folder and
+    Chroma still holds what it held then: with the same note hashes, nothing to embed, remove or refresh; after an
+    edit, what to patch."""
     try:
         info = read_index_info(bundle_dir)
     except RetrieverError:
@@ -306,12 +436,10 @@ def _nothing_changed(
         return None
     if (info.max_tokens, info.min_tokens) != (MAX_TOKENS, MIN_TOKENS):
         return None
-    cached = _cached_table(bundle_dir, info)
-    if cached is None or cached[1].get("note_hashes") != note_hashes:
-        return None
-    if cached[1].get("chroma_dir") != _chroma_key(bundle_dir, info.chroma_path):
-        return None  # saved before IN_BUNDLE: saved again, so the bundle can move
-    return info
+    cached = _cached_table(bundle_dir, info, kept=True)
+    if cached is None or cached[1].get("chroma_dir") != _chroma_key(bundle_dir, info.chroma_path):
+        return None  # none, or saved before IN_BUNDLE: saved again, so the bundle can move
+    return Saved(info, *cached)
 
 
 def _batch_from_env() -> int:
@@ -322,7 +450,7 @@ def _batch_from_env() -> int:
 
 
 def note_hash(title: str, body: str) -> str:
-    """What a note's chunks are made from: its title and body."""
+    """What a note's chunks are made from: its title and body (`okf.concept_hashes` works it out in DuckDB)."""
     return hashlib.sha256(f"{title}\0{body}".encode()).hexdigest()
 
 
@@ -335,9 +463,10 @@ def _reuse_collection(bundle_dir: Path | str, embedder_name: str) -> str | None:
     return info.collection if info.embedder == embedder_name else None
 
 
-def load_concepts(bundle_dir: Path | str) -> list[tuple[str, str, str]]:
-    """(id, title, body) of every concept, ordered by id (read-only, schema checked: `retriever.okf`)."""
-    return [(c.id, c.title, c.body) for c in concept_texts(Path(bundle_dir))]
+def load_concepts(bundle_dir: Path | str, ids: Collection[str] | None = None) -> list[tuple[str, str, str]]:
+    """(id, title, body) of every concept (with ``ids``, of those), ordered by id (read-only, schema checked:
+    `retriever.okf`)."""
+    return [(c.id, c.title, c.body) for c in concept_texts(Path(bundle_dir), ids)]
 
 
 def chunk_concepts(concepts: list[tuple[str, str, str]]) -> list[Chunk]:

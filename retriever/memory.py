@@ -9,12 +9,14 @@ so a new process opens it without chromadb. The BM25 indexes and the link-contex
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import io
 import json
 import re
 import zipfile
 from collections import defaultdict
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -22,17 +24,27 @@ from typing import Any
 
 import numpy as np
 
-from retriever.cachefile import MIN_LIMIT, CacheDamaged, read_cache, size_limit, write_cache
+from retriever.bm25 import Bm25
+from retriever.cachefile import (
+    MIN_LIMIT,
+    CacheDamaged,
+    blob,
+    read_cache,
+    read_head,
+    size_limit,
+    unblob,
+    write_cache,
+)
 from retriever.embed import Embedder
 from retriever.graph import NoteGraph
-from retriever.store import ChunkHit, ChunkStore
+from retriever.store import ChunkHit, ChunkStore, StoredRow
 
 # the layouts of a saved table and a saved set of BM25 indexes (`Lexical.save`); another number is not read.
 # 2: a magic line and a head with the body's length and sha256 before the .npz (`retriever.cachefile`)
 TABLE_FORMAT = 2
-LEXICAL_FORMAT = 2
+LEXICAL_FORMAT = 3  # 3: raw term counts (`retriever.bm25`), scored at query time
 TABLE_MAGIC = b"vault2okf chunk table 2\n"
-LEXICAL_MAGIC = b"vault2okf bm25 indexes 2\n"
+LEXICAL_MAGIC = b"vault2okf bm25 indexes 2\n"  # the framing's format; the body's is LEXICAL_FORMAT
 CONTEXTS_MAGIC = b"vault2okf link-context vectors 2\n"
 _READ_ERRORS = (OSError, ValueError, KeyError, TypeError, EOFError, RecursionError, zipfile.BadZipFile)
 _KINDS = ("chunks", "notes", "chunk_pairs", "note_pairs")  # the indexes a saved file holds (its arrays' prefixes)
@@ -83,6 +95,62 @@ class ChunkTable:
             rows_of=dict(rows_of),
         )
 
+    def patched(self, notes: Collection[str], rows: Iterable[StoredRow]) -> ChunkTable:
+        """This table with the chunks of ``notes`` exchanged for ``rows``, those notes' chunks as the store holds
+        them now (none for a note that is gone): what `from_store` reads after an edit of those notes, row for row,
+        without reading the other notes' chunks again. The untouched notes between two touched ones are copied as
+        one slice (a note's rows are consecutive, in note order, in every table `from_store`, `load` and this
+        make)."""
+        fresh: dict[str, list[tuple[int, str, str, int, np.ndarray]]] = defaultdict(list)
+        for stored in rows:
+            meta = stored.metadata or {}
+            vector = stored.embedding if stored.embedding is not None else np.zeros(0, dtype=np.float32)
+            no = _chunk_no(stored.chunk_id)
+            fresh[meta["note_id"]].append((no, stored.chunk_id, stored.document or "", int(meta["tokens"]), vector))
+        order = sorted(self.rows_of)
+        parts: list[tuple[int, int] | str] = []  # slices of this table's rows, and the notes read anew between them
+        cursor = 0
+        for note in sorted({*notes, *fresh}):
+            at = bisect.bisect_left(order, note)
+            end = self.rows_of[order[at]][0] if at < len(order) else len(self.ids)
+            if end > cursor:
+                parts.append((cursor, end))
+            cursor = self.rows_of[note][-1] + 1 if note in self.rows_of else max(cursor, end)
+            if note in fresh:
+                parts.append(note)
+        if cursor < len(self.ids):
+            parts.append((cursor, len(self.ids)))
+        ids: list[str] = []
+        note_ids: list[str] = []
+        texts: list[str] = []
+        tokens: list[np.ndarray] = []
+        vectors: list[np.ndarray] = []
+        for part in parts:
+            if isinstance(part, tuple):
+                ids += self.ids[part[0] : part[1]]
+                note_ids += self.note_ids[part[0] : part[1]]
+                texts += self.texts[part[0] : part[1]]
+                tokens.append(self.tokens[part[0] : part[1]])
+                vectors.append(self.vectors[part[0] : part[1]])
+                continue
+            chunks = sorted(fresh[part], key=lambda chunk: chunk[0])
+            ids += [chunk[1] for chunk in chunks]
+            note_ids += [part] * len(chunks)
+            texts += [chunk[2] for chunk in chunks]
+            tokens.append(np.array([chunk[3] for chunk in chunks], dtype=np.int64))
+            vectors.append(np.vstack([chunk[4] for chunk in chunks]).astype(np.float32))
+        rows_of: dict[str, list[int]] = defaultdict(list)
+        for row, note in enumerate(note_ids):
+            rows_of[note].append(row)
+        return ChunkTable(
+            ids,
+            note_ids,
+            texts,
+            np.concatenate(tokens).astype(np.int64) if tokens else np.zeros(0, dtype=np.int64),
+            np.concatenate(vectors) if vectors else np.zeros((0, 1), dtype=np.float32),
+            dict(rows_of),
+        )
+
     def nearest(self, qvec: np.ndarray, k: int, among: np.ndarray | None = None) -> list[ChunkHit]:
         """The ``k`` chunks most similar to ``qvec`` (cosine: rows and question are unit vectors), best first;
         with ``among`` (row numbers), the ``k`` most similar of those rows (a search filter's chunks).
@@ -108,7 +176,7 @@ class ChunkTable:
         atomically: a reader, or a run killed here, sees the old file or the new one."""
         arrays = {"vectors": np.ascontiguousarray(self.vectors, dtype=np.float32), "tokens": self.tokens}
         for key, values in (("ids", self.ids), ("note_ids", self.note_ids), ("texts", self.texts)):
-            arrays[key], arrays[f"{key}_ends"] = _blob(values)
+            arrays[key], arrays[f"{key}_ends"] = blob(values)
         save_npz(path, TABLE_MAGIC, {**meta, "format": TABLE_FORMAT}, arrays)
 
     @classmethod
@@ -126,7 +194,7 @@ class ChunkTable:
         meta, body = found
         try:
             with np.load(io.BytesIO(body), allow_pickle=False) as data:
-                ids, notes, texts = (_unblob(data[key], data[f"{key}_ends"]) for key in ("ids", "note_ids", "texts"))
+                ids, notes, texts = (unblob(data[key], data[f"{key}_ends"]) for key in ("ids", "note_ids", "texts"))
                 vectors = np.ascontiguousarray(data["vectors"], dtype=np.float32)
                 tokens = np.asarray(data["tokens"], dtype=np.int64)
         except _READ_ERRORS as error:  # the bytes written, of the wrong shape
@@ -149,29 +217,6 @@ class ChunkTable:
         return rows[best], float(sims[best])
 
 
-def _blob(values: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Strings as one UTF-8 byte array and the end offset of each (no pickles, no fixed-width padding)."""
-    encoded = [v.encode() for v in values]
-    ends = np.cumsum([len(e) for e in encoded], dtype=np.int64) if encoded else np.zeros(0, dtype=np.int64)
-    return np.frombuffer(b"".join(encoded), dtype=np.uint8), ends
-
-
-def _unblob(blob: np.ndarray, ends: np.ndarray) -> list[str]:
-    """The strings back: a NUL put after each one by numpy, then one decode and one split, both in C (a cold
-    search reads some 10^5 BM25 terms; slicing and decoding them one by one cost it 0.1 s). Strings that hold a
-    NUL themselves split wrongly, are counted off and take the slow way."""
-    ends = np.asarray(ends, dtype=np.int64)
-    if not len(ends):
-        return []
-    marked = np.insert(np.asarray(blob, dtype=np.uint8), ends[:-1], 0)
-    values = marked.tobytes().decode().split("\x00")
-    if len(values) == len(ends):
-        return values
-    raw = blob.tobytes()
-    starts = [0, *ends[:-1].tolist()]
-    return [raw[a:b].decode() for a, b in zip(starts, ends.tolist(), strict=True)]
-
-
 def _chunk_no(chunk_id: str) -> int:
     tail = chunk_id.rsplit("#", 1)[-1]
     return int(tail) if tail.isdigit() else 0
@@ -186,6 +231,12 @@ def pairs(found: list[str]) -> list[str]:
     return [f"{a} {b}" for a, b in zip(found, found[1:], strict=False)]
 
 
+def note_head(title: str, aliases: Iterable[str]) -> str:
+    """What a note's BM25 document starts with, twice (names are what a question most often shares): its title and
+    aliases."""
+    return f"{title} {' '.join(aliases)} "
+
+
 class Lexical:
     """BM25 over notes (title + aliases + chunk texts) and over chunks, each built on first use.
 
@@ -196,17 +247,36 @@ class Lexical:
     With ``saved`` (``lexical-COLLECTION.npz``, written by `index` beside the table: ``save``), the indexes come
     from that file while it was made from this table (the same Chroma fingerprint and chunk count) and, for the
     notes, from the same titles and aliases; else they are built here, as before. A file from before the pair
-    indexes gives the other two (and is ``stale``).
+    indexes gives the other two (and is ``stale``). The titles and aliases come from ``graph``, or as ``heads``
+    (note -> `note_head`: `index` reads them from okf.duckdb, without the graph's links).
+
+    After an edit, `index` makes the indexes of the new table from the saved ones (``updated``): only the documents
+    the edit changed are read again, and the result is the one a build from scratch gives.
     """
 
     def __init__(
-        self, table: ChunkTable, graph: NoteGraph, saved: Path | None = None, read: SavedLexical | None = None
+        self,
+        table: ChunkTable,
+        graph: NoteGraph | None,
+        saved: Path | None = None,
+        read: SavedLexical | None = None,
+        *,
+        heads: Mapping[str, str] | None = None,
     ) -> None:
         self.table = table
         self.graph = graph
         self.note_ids = sorted(table.rows_of)
         self.saved = saved
         self.read = read  # ``saved`` as `read_lexical` found it (`Retriever.open` reads it first, for its notice)
+        self._heads = heads
+
+    @cached_property
+    def heads(self) -> list[str]:
+        """Each note's `note_head`, in ``note_ids`` order (empty for a note the graph does not hold)."""
+        if self._heads is not None:
+            return [self._heads.get(note, "") for note in self.note_ids]
+        concepts = self.graph.concepts if self.graph is not None else {}
+        return [note_head(c.title, c.aliases) if (c := concepts.get(n)) else "" for n in self.note_ids]
 
     @cached_property
     def _file(self) -> SavedLexical:
@@ -226,7 +296,7 @@ class Lexical:
         kinds = ["chunks", "chunk_pairs"] + (["notes", "note_pairs"] if meta.get("notes") == self._notes_key else [])
         try:
             with np.load(io.BytesIO(body), allow_pickle=False) as data:
-                return {kind: Bm25.from_arrays(data, kind) for kind in kinds if f"{kind}_data" in data.files}
+                return {kind: Bm25.from_arrays(data, kind) for kind in kinds if f"{kind}_indptr" in data.files}
         except _READ_ERRORS:  # the bytes written, of the wrong shape: built instead
             return {}
 
@@ -237,11 +307,7 @@ class Lexical:
     @cached_property
     def _notes_key(self) -> str:
         """What the note index is made from besides the table's texts: every note's title and aliases."""
-        digest = hashlib.sha256()
-        for note in self.note_ids:
-            c = self.graph.concepts.get(note)
-            digest.update(json.dumps([note, c.title, list(c.aliases)] if c else [note]).encode() + b"\n")
-        return digest.hexdigest()
+        return hashlib.sha256(json.dumps([self.note_ids, self.heads]).encode()).hexdigest()
 
     @property
     def stale(self) -> bool:
@@ -252,7 +318,7 @@ class Lexical:
     def notes(self) -> Bm25:
         if "notes" in self._from_file:
             return self._from_file["notes"]
-        return Bm25.build(self._note_words())
+        return Bm25.build([self._note_words(i) for i in range(len(self.note_ids))])
 
     @cached_property
     def chunks(self) -> Bm25:
@@ -264,7 +330,7 @@ class Lexical:
     def note_pairs(self) -> Bm25:
         if "note_pairs" in self._from_file:
             return self._from_file["note_pairs"]
-        return Bm25.build([pairs(found) for found in self._note_words()])
+        return Bm25.build([pairs(self._note_words(i)) for i in range(len(self.note_ids))])
 
     @cached_property
     def chunk_pairs(self) -> Bm25:
@@ -272,15 +338,10 @@ class Lexical:
             return self._from_file["chunk_pairs"]
         return Bm25.build([pairs(words(t)) for t in self.table.texts])
 
-    def _note_words(self) -> list[list[str]]:
-        """Each note's words: its title and aliases (twice: names are what a question most often shares), then its
-        chunk texts."""
-        docs = []
-        for note in self.note_ids:
-            c = self.graph.concepts.get(note)
-            head = f"{c.title} {' '.join(c.aliases)} " if c else ""
-            docs.append(words(head * 2 + " ".join(self.table.texts[r] for r in self.table.rows_of[note])))
-        return docs
+    def _note_words(self, i: int) -> list[str]:
+        """The words of the ``i``-th note: its head twice, then its chunk texts."""
+        texts = self.table.texts
+        return words(self.heads[i] * 2 + " ".join(texts[r] for r in self.table.rows_of[self.note_ids[i]]))
 
     def note_scores(self, question: str, *, phrases: bool = False) -> dict[str, float]:
         q = words(question)
@@ -296,6 +357,37 @@ class Lexical:
             scores = scores + self.chunk_pairs.get_scores(pairs(q))
         return scores
 
+    def updated(self, table: ChunkTable, heads: Mapping[str, str]) -> Lexical:
+        """The indexes of ``table`` (this one's table after an edit; ``heads``: its notes' `note_head`) made from
+        this one's: a note whose chunk texts are the same keeps its chunks' counts, and its own when its head is
+        the same too; the rest are read again. Equal to a build from scratch (tests/test_lexical_update.py); costs
+        the changed documents' words and a few passes of numpy over the counts."""
+        new = Lexical(table, self.graph, heads=heads)
+        before = {note: i for i, note in enumerate(self.note_ids)}
+        moved_chunks = np.full(len(self.table.ids), -1, dtype=np.int64)
+        moved_notes = np.full(len(self.note_ids), -1, dtype=np.int64)
+        fresh_chunks: dict[int, list[str]] = {}
+        fresh_notes: dict[int, list[str]] = {}
+        for i, note in enumerate(new.note_ids):
+            rows, old = table.rows_of[note], self.table.rows_of.get(note, [])
+            if [table.texts[r] for r in rows] == [self.table.texts[r] for r in old]:
+                moved_chunks[old] = rows
+                if new.heads[i] == self.heads[before[note]]:
+                    moved_notes[before[note]] = i
+                    continue
+            else:
+                fresh_chunks.update((r, words(table.texts[r])) for r in rows)
+            fresh_notes[i] = new._note_words(i)
+        chunk_docs, note_docs = len(table.ids), len(new.note_ids)
+        chunk_pairs = {r: pairs(w) for r, w in fresh_chunks.items()}
+        new.__dict__.update(
+            chunks=self.chunks.updated(moved_chunks, fresh_chunks, chunk_docs),
+            chunk_pairs=self.chunk_pairs.updated(moved_chunks, chunk_pairs, chunk_docs),
+            notes=self.notes.updated(moved_notes, fresh_notes, note_docs),
+            note_pairs=self.note_pairs.updated(moved_notes, {i: pairs(w) for i, w in fresh_notes.items()}, note_docs),
+        )
+        return new
+
     def save(self, path: Path) -> None:
         """Write the four indexes to ``path``, stamped with the table's and the notes' keys, atomically (a reader,
         or a run killed here, sees the old file or the new one). A table read from Chroma has no stamp: nothing is
@@ -303,10 +395,36 @@ class Lexical:
         if self.table.stamp is None:
             return
         meta = {"format": LEXICAL_FORMAT, "table": self._table_key, "notes": self._notes_key}
-        arrays: dict[str, np.ndarray] = {}
+        heads, ends = blob(self.heads)
+        arrays: dict[str, np.ndarray] = {"heads": heads, "heads_ends": ends}  # what `saved_for` compares with
         for kind in _KINDS:
             arrays.update(getattr(self, kind).arrays(kind))
         save_npz(path, LEXICAL_MAGIC, meta, arrays)
+
+    def saved_in(self, path: Path) -> bool:
+        """Whether the file at ``path`` says it holds this table's and these notes' indexes (its head alone is
+        read: a damaged body is found, and rebuilt, by the search that loads it)."""
+        head = read_head(path, LEXICAL_MAGIC)
+        wanted = {"format": LEXICAL_FORMAT, "table": self._table_key, "notes": self._notes_key}
+        return head is not None and all(head.get(key) == value for key, value in wanted.items())
+
+    @classmethod
+    def saved_for(cls, table: ChunkTable, path: Path) -> Lexical | None:
+        """The four indexes saved at ``path`` for ``table`` (a saved one: stamped), with the note heads they were
+        made from, ready to be ``updated``; None when the file is missing, damaged, or lacks any of them."""
+        read = read_lexical(path)
+        if read.found is None or table.stamp is None:
+            return None
+        try:
+            with np.load(io.BytesIO(read.found[1]), allow_pickle=False) as data:
+                heads = unblob(data["heads"], data["heads_ends"])
+        except _READ_ERRORS:
+            return None
+        notes = sorted(table.rows_of)
+        if len(heads) != len(notes):
+            return None
+        saved = cls(table, None, path, read, heads=dict(zip(notes, heads, strict=True)))
+        return None if saved.stale else saved
 
 
 @dataclass(frozen=True)
@@ -328,79 +446,6 @@ def read_lexical(path: Path) -> SavedLexical:
             return SavedLexical()  # of the format before this one: built and saved again, silently
         notice = f"the saved BM25 indexes were damaged ({damage}): built from the chunk table and saved again"
         return SavedLexical(None, notice)
-
-
-@dataclass(frozen=True)
-class Bm25:
-    """A BM25 index as bm25s builds it (its defaults: Lucene BM25, k1 1.5, b 0.75): for each term a column of
-    (document, score) pairs in CSC layout, and the vocabulary. Scoring adds the columns of the query's terms in
-    query order, as bm25s's numpy scorer does, so the scores are the same; only building needs bm25s.
-    """
-
-    data: np.ndarray  # float32 scores, column by column
-    indices: np.ndarray  # the document of each score
-    indptr: np.ndarray  # where each term's column starts (one more than there are terms)
-    num_docs: int
-    vocab: dict[str, int]  # term -> column
-
-    @classmethod
-    def build(cls, docs: list[list[str]]) -> Bm25:
-        """The index of ``docs`` (lists of terms); one with no term at all (notes with no text) scores nothing,
-        where bm25s would fail on the empty vocabulary."""
-        import bm25s
-
-        if not any(docs):
-            empty = np.zeros(0, dtype=np.float32)
-            return cls(empty, np.zeros(0, dtype=np.int32), np.zeros(1, dtype=np.int32), len(docs), {})
-        index = bm25s.BM25()
-        index.index(docs, show_progress=False)
-        s = index.scores
-        data, indices, indptr = (np.asarray(s[key]) for key in ("data", "indices", "indptr"))
-        return cls(data, indices, indptr, int(s["num_docs"]), dict(index.vocab_dict))
-
-    def get_scores(self, query: list[str]) -> np.ndarray:
-        scores = np.zeros(self.num_docs, dtype=self.data.dtype)
-        for term in query:
-            column = self.vocab.get(term)
-            if column is not None and column + 1 < len(self.indptr):  # bm25s's "" term has no column
-                start, end = self.indptr[column], self.indptr[column + 1]
-                np.add.at(scores, self.indices[start:end], self.data[start:end])
-        return scores
-
-    def df(self, term: str) -> int:
-        """How many documents hold ``term``."""
-        column = self.vocab.get(term)
-        if column is None or column + 1 >= len(self.indptr):
-            return 0
-        return int(self.indptr[column + 1] - self.indptr[column])
-
-    def arrays(self, kind: str) -> dict[str, np.ndarray]:
-        terms = sorted(self.vocab, key=self.vocab.__getitem__)
-        blob, ends = _blob(terms)
-        return {
-            f"{kind}_data": self.data,
-            f"{kind}_indices": self.indices,
-            f"{kind}_indptr": self.indptr,
-            f"{kind}_docs": np.array([self.num_docs], dtype=np.int64),
-            f"{kind}_terms": blob,
-            f"{kind}_terms_ends": ends,
-            f"{kind}_columns": np.array([self.vocab[t] for t in terms], dtype=np.int64),
-        }
-
-    @classmethod
-    def from_arrays(cls, data: Any, kind: str) -> Bm25:
-        terms = _unblob(data[f"{kind}_terms"], data[f"{kind}_terms_ends"])
-        columns = data[f"{kind}_columns"].tolist()
-        index = cls(
-            np.asarray(data[f"{kind}_data"]),
-            np.asarray(data[f"{kind}_indices"]),
-            np.asarray(data[f"{kind}_indptr"]),
-            int(data[f"{kind}_docs"][0]),
-            dict(zip(terms, columns, strict=True)),
-        )
-        if len(index.data) != len(index.indices) or not len(index.indptr) or index.indptr[-1] != len(index.data):
-            raise ValueError(f"{kind}: the saved BM25 arrays do not fit together")
-        return index
 
 
 class ContextVectors:

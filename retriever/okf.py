@@ -6,7 +6,7 @@ producer's code (imports go one way), so the version it understands is written d
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,11 +76,37 @@ def _check_schema(con: Any, bundle: Path) -> None:
     )
 
 
-def concept_texts(bundle: Path) -> list[ConceptText]:
-    """Every concept's id, title (its file name when empty) and body, ordered by id."""
+# A concept's title as its chunks start (its file name when empty) and what `retriever.index.note_hash` hashes: the
+# sha256 of that title, a NUL and the body, worked out by DuckDB (no note's text crosses into Python)
+_TITLE = "CASE WHEN title = '' THEN regexp_extract(id, '[^/]*$') ELSE title END"
+_NOTE_HASH = f"sha256({_TITLE} || chr(0) || body)"
+
+Names = dict[str, tuple[str, tuple[str, ...]]]  # concept id -> (title, aliases), as the note graph holds them
+
+
+def concept_texts(bundle: Path, ids: Collection[str] | None = None) -> list[ConceptText]:
+    """Every concept's id, title (its file name when empty) and body, ordered by id; with ``ids``, those concepts'."""
     with read_bundle(bundle) as con:
-        rows = con.execute("SELECT id, title, body FROM concepts ORDER BY id").fetchall()
+        if ids is None:
+            rows = con.execute("SELECT id, title, body FROM concepts ORDER BY id").fetchall()
+        else:
+            query = "SELECT id, title, body FROM concepts WHERE id IN (SELECT unnest(?::VARCHAR[])) ORDER BY id"
+            rows = con.execute(query, [sorted(ids)]).fetchall()
     return [ConceptText(cid, title or cid.rsplit("/", 1)[-1], body or "") for cid, title, body in rows]
+
+
+def concept_hashes(bundle: Path) -> tuple[dict[str, str], Names | None]:
+    """Every concept's note hash by id, and its title and aliases as the note graph holds them (``graph_rows``)
+    without its links: None for a database without them (a hand-made one)."""
+    import duckdb
+
+    with read_bundle(bundle) as con:
+        hashes = dict(con.execute(f"SELECT id, {_NOTE_HASH} FROM concepts ORDER BY id").fetchall())
+        try:
+            rows = con.execute("SELECT id, title, aliases FROM concepts").fetchall()
+        except duckdb.Error:
+            return hashes, None
+    return hashes, {cid: (title, tuple(aliases)) for cid, title, aliases in rows}
 
 
 def graph_rows(bundle: Path) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:

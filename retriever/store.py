@@ -7,6 +7,7 @@ embedder, and Chroma never tries to download its own model.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -71,7 +72,14 @@ def default_chroma_path(bundle_dir: Path | str) -> Path:
 
 
 def chroma_settings() -> Any:
-    """The settings of every Chroma client we open: telemetry off (nothing leaves the machine by default)."""
+    """The settings of every Chroma client we open: telemetry off (nothing leaves the machine by default). A copy
+    of one made once: making them reads the environment through pydantic (0.07 s, an edit's index under `watch`
+    opens a client each time), and a client writes its path into the settings it is given."""
+    return _settings().model_copy()
+
+
+@functools.cache
+def _settings() -> Any:
     from chromadb.config import Settings
 
     return Settings(anonymized_telemetry=False)
@@ -167,6 +175,19 @@ class ChunkStore:
     def stored_metadata(self) -> dict[str, dict[str, Any]]:
         """chunk_id -> metadata (note_id, content_hash, note_hash, note_chunks, ...) of everything stored."""
         return {row.chunk_id: row.metadata or {} for row in self.rows(["metadatas"])}
+
+    def metadata_of(self, chunk_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """chunk_id -> metadata of the given chunks that are stored (`stored_metadata` of those alone)."""
+        found: dict[str, dict[str, Any]] = {}
+        for batch in _batches(list(chunk_ids), _PAGE):
+            page = self.collection.get(ids=list(batch), include=["metadatas"])
+            found.update((row.chunk_id, row.metadata or {}) for row in _page_rows(page))
+        return found
+
+    def note_rows(self, note_ids: Sequence[str]) -> Iterator[StoredRow]:
+        """Every stored chunk of the given notes, with its text, metadata and vector (`rows` of those notes)."""
+        for batch in _batches(list(dict.fromkeys(note_ids)), _PAGE):
+            yield from self.rows(["documents", "metadatas", "embeddings"], {"note_id": {"$in": list(batch)}})
 
     def unchanged_notes(self, note_hashes: dict[str, str], stored: dict[str, dict[str, Any]]) -> set[str]:
         """Notes that are completely stored from their current text, so they need not even be re-chunked.
@@ -267,13 +288,11 @@ class ChunkStore:
     def get_note_chunks(self, note_ids: Sequence[str]) -> dict[str, list[NoteChunk]]:
         """Stored chunks of the given notes, with their embeddings, in document order."""
         found: dict[str, list[NoteChunk]] = {}
-        for batch in _batches(list(dict.fromkeys(note_ids)), _PAGE):
-            where = {"note_id": {"$in": batch}}
-            for row in self.rows(["documents", "metadatas", "embeddings"], where):
-                meta = row.metadata or {}
-                found.setdefault(meta["note_id"], []).append(
-                    NoteChunk(row.chunk_id, row.document or "", meta["tokens"], np.asarray(row.embedding))
-                )
+        for row in self.note_rows(note_ids):
+            meta = row.metadata or {}
+            found.setdefault(meta["note_id"], []).append(
+                NoteChunk(row.chunk_id, row.document or "", meta["tokens"], np.asarray(row.embedding))
+            )
         return {note: sorted(chunks, key=_chunk_order) for note, chunks in found.items()}
 
 

@@ -13,9 +13,9 @@ import pytest
 
 import retriever.graph as graph_module
 from retriever import cachefile
+from retriever.cachefile import blob, unblob
 from retriever.errors import RetrieverError
 from retriever.graph import GRAPH_CACHE, NoteGraph, load_graph, read_graph
-from retriever.memory import _blob, _unblob
 from retriever.okf import graph_rows
 from vault2okf.convert import convert
 
@@ -112,9 +112,9 @@ def test_an_unwritable_cache_is_no_error(bundle: Path) -> None:
     [[], [""], ["", ""], ["a", "b c", "é x", ""], ["x\x00y", "z"], ["\x00"], ["ünï", "c", "ödé"] * 1000],
 )
 def test_saved_strings_come_back(values: list[str]) -> None:
-    blob, ends = _blob(values)
-    assert _unblob(blob, ends) == values
-    assert _unblob(np.asarray(blob), np.asarray(ends)) == values
+    data, ends = blob(values)
+    assert unblob(data, ends) == values
+    assert unblob(np.asarray(data), np.asarray(ends)) == values
 
 
 # --- issue 39: the cache proves its body; any damage is one notice, the database's graph and a rewrite ----------

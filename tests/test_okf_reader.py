@@ -9,7 +9,7 @@ import pytest
 
 from retriever.errors import RetrieverError
 from retriever.graph import load_graph
-from retriever.okf import SCHEMA_VERSION, concept_texts, read_bundle
+from retriever.okf import SCHEMA_VERSION, concept_hashes, concept_texts, read_bundle
 from vault2okf.convert import convert
 from vault2okf.db import SCHEMA_VERSION as WRITTEN_VERSION
 
@@ -35,6 +35,20 @@ def test_the_reader_knows_the_version_the_producer_writes(bundle: Path) -> None:
     assert SCHEMA_VERSION == WRITTEN_VERSION
     assert [c.id for c in concept_texts(bundle)] == ["Mira", "Tam"]
     assert set(load_graph(bundle).neighbours["Tam"]) == {"Mira"}  # a backlink is a neighbour too
+
+
+def test_duckdb_hashes_each_note_as_index_does(bundle: Path) -> None:
+    from retriever.index import note_hash
+
+    with duckdb.connect(str(bundle / "okf.duckdb")) as con:  # an empty title, text past ASCII, a NUL, a folder
+        con.execute("UPDATE concepts SET title = '', body = 'Ünïcode — ☃ \x00 and 🌊' WHERE id = 'Tam'")
+        con.execute("INSERT INTO concepts SELECT * REPLACE ('Folder/Ash' AS id, '' AS title) FROM concepts LIMIT 1")
+    hashes, names = concept_hashes(bundle)
+    texts = concept_texts(bundle)
+    assert hashes == {c.id: note_hash(c.title, c.body) for c in texts} and len(hashes) == 3
+    assert [c.title for c in texts] == ["Ash", "Mira", "Tam"]  # the file name where the title is empty
+    assert names is not None and names["Tam"] == ("", ())  # as the graph holds it
+    assert [c.id for c in concept_texts(bundle, ["Tam", "Nobody", "Folder/Ash"])] == ["Folder/Ash", "Tam"]
 
 
 def test_the_connection_is_read_only(bundle: Path) -> None:

@@ -597,7 +597,8 @@ class Run:
                 output = w.reuse.output  # hard-linked: the very file the last convert wrote, as it checked
             else:
                 output = output_sig(os.path.join(root, rel))
-            notes[path] = w.state(replace(doc, text=""), output)
+            state = w.state(replace(doc, text=""), output)
+            notes[path] = w.reuse if w.reuse is not None and w.reuse == state else state  # the base's, if it was
         docs = {f"{b.CONCEPTS}/{s.doc.doc_path}": s.output for s in notes.values()}
         others = {rel: output_sig(os.path.join(root, rel)) for rel in files if rel not in docs}
         others[DATABASE] = output_sig(os.path.join(root, DATABASE))
@@ -607,13 +608,12 @@ class Run:
         data = report.to_json()
         broken = {entry["target"] for entry in data["broken"]}
         suggested = {t: found for t, found in report.suggested.items() if t in broken}
-        read = self.old.loaded if self.old is not None else None
-        blobs = {} if read is None else read.saved([p for p, s in notes.items() if read.notes.get(p) == s])
+        last = self.last
         body = Body(
             notes=notes, problems=report.problems, types=report.types, variants=report.variants, near=self.near,
-            suggested=suggested, suggest_key=self.suggest_key, blobs=blobs, names=self.found.keys,
+            suggested=suggested, suggest_key=self.suggest_key, names=self.found.keys,
             graph=(self.graph_key, {p: as_tuple(a) for p, a in self.analytics.items()}), tally=self.tally,
-            report_memo=self.report_memo,
+            report_memo=self.report_memo, base=last.base if last else None, base_notes=last.base_notes if last else {},
         )  # fmt: skip
         return ConvertCache(
             key=key,

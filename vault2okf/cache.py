@@ -39,7 +39,7 @@ from vault2okf.mentions import Earlier, vault_mentions
 from vault2okf.meta import Meta, TypeOrigin
 from vault2okf.parse import Link, Problem, Syntax
 from vault2okf.report import LinkRecord, LinkReport, ReportMemo
-from vault2okf.resolve import Resolution, Status, block_sets, check_blocks
+from vault2okf.resolve import Resolution, Resolver, Status, block_sets, check_blocks
 from vault2okf.suggest import BodyWords, Suggestion, TallyBox
 from vault2okf.walk import VaultFile, Walk
 
@@ -187,6 +187,10 @@ class Body:
     base_notes: dict[str, NoteState] = field(default_factory=dict, compare=False, repr=False)
     tally: TallyBox = field(default_factory=TallyBox, compare=False, repr=False)  # in memory only, never saved
     report_memo: ReportMemo = field(default_factory=ReportMemo, compare=False, repr=False)  # the same
+    # in memory only, for a watcher's next convert: each note's (links, checked resolutions, LinkRecords), reused
+    # where the links and resolutions are the very same tuples; the resolver, for the same universe
+    records: dict[str, tuple[Any, ...]] = field(default_factory=dict, compare=False, repr=False)
+    resolver: tuple[str, Resolver] | None = field(default=None, compare=False, repr=False)
 
     def earlier(self) -> Earlier:
         """What unlinked mentions may reuse (``mentions.Earlier``)."""

@@ -273,7 +273,9 @@ class Run:
         self.universe = universe_digest(self.walk, self.aliases)
         same = self.old is not None and self.old.universe == self.universe
         moved = None if same else self._moved_aliases()
-        resolver: Resolver | None = None
+        # a watcher's last resolver, made for the same universe (the config is the same: it keeps one key)
+        last = self.last.resolver if self.last is not None else None
+        resolver: Resolver | None = last[1] if last is not None and last[0] == self.universe else None
         self.records: list[LinkRecord] = []
         for path in self.paths:
             w = self.works[path]
@@ -284,13 +286,22 @@ class Run:
                 found: Problems = []
                 pairs = resolve_links_safe(resolver, path, w.reading.links, found)
                 w.resolved = Resolved(tuple(r for _, r in pairs), tuple(p for _, p in found))
+        self.resolver = None if resolver is None else (self.universe, resolver)
         blocks = block_sets((p, self.works[p].reading.blocks) for p in self.paths)
+        kept = self.last.records if self.last is not None else {}
+        self.note_records: dict[str, tuple[Any, ...]] = {}
         for path in self.paths:  # block refs checked once every note's block ids are known
             w = self.works[path]
             links, resolved = w.reading.links, w.resolutions
             checked = check_blocks(links, resolved, blocks)
             w.missing_blocks = tuple(i for i, r in enumerate(checked) if r is not resolved[i])
-            self.records.extend(LinkRecord(path, lk, r) for lk, r in zip(links, checked, strict=True))
+            was = kept.get(path)
+            if was is not None and was[0] is links and was[1] is checked:  # the very records a watcher made last
+                records = was[2]  # (the report's memo then compares them by identity)
+            else:
+                records = tuple(LinkRecord(path, lk, r) for lk, r in zip(links, checked, strict=True))
+            self.note_records[path] = (links, checked, records)
+            self.records.extend(records)
 
     def _moved_aliases(self) -> frozenset[str] | None:
         """Where only aliases changed since the last convert (the same notes, attachments and excluded files): the
@@ -614,6 +625,7 @@ class Run:
             suggested=suggested, suggest_key=self.suggest_key, names=self.found.keys,
             graph=(self.graph_key, {p: as_tuple(a) for p, a in self.analytics.items()}), tally=self.tally,
             report_memo=self.report_memo, base=last.base if last else None, base_notes=last.base_notes if last else {},
+            records=self.note_records, resolver=self.resolver,
         )  # fmt: skip
         return ConvertCache(
             key=key,

@@ -40,7 +40,7 @@ from vault2okf.meta import Meta, TypeOrigin
 from vault2okf.parse import Link, Problem, Syntax
 from vault2okf.report import LinkRecord, LinkReport, ReportMemo
 from vault2okf.resolve import Resolution, Resolver, Status, block_sets, check_blocks
-from vault2okf.suggest import BodyWords, Suggestion, TallyBox
+from vault2okf.suggest import BodyWords, Suggestion, Tally, TallyBox
 from vault2okf.walk import VaultFile, Walk
 
 NAME = "convert-cache.bin"
@@ -185,7 +185,7 @@ class Body:
     base: BaseFile | None = field(default=None, compare=False, repr=False)  # the base file the states came from
     # note path -> its state as the base holds it (the very objects of ``notes`` where a state is the base's)
     base_notes: dict[str, NoteState] = field(default_factory=dict, compare=False, repr=False)
-    tally: TallyBox = field(default_factory=TallyBox, compare=False, repr=False)  # in memory only, never saved
+    tally: TallyBox = field(default_factory=TallyBox, compare=False, repr=False)  # the sums of the notes' words
     report_memo: ReportMemo = field(default_factory=ReportMemo, compare=False, repr=False)  # the same
     # in memory only, for a watcher's next convert: each note's (links, checked resolutions, LinkRecords), reused
     # where the links and resolutions are the very same tuples; the resolver, for the same universe
@@ -371,13 +371,15 @@ def _body(path: Path, offset: int, size: int, digest: bytes, base: BaseFile, con
         states = _decoded(Path(base.path), len(BASE_MAGIC), base.size, base.digest, BASE_MAGIC)
         if sig != output_sig(path) or base_sig != output_sig(base.path) or len(states) != base.count:
             raise CacheDamaged(f"{path}: the body is not the one written")
-        delta, problems, types, variants, near, suggested, key, names, graph = data
+        delta, problems, types, variants, near, suggested, key, names, graph, tally = data
         notes, base_notes = {}, {}
         for p in contents:
             if p in delta:
                 notes[p] = _state(delta[p])
             else:
                 notes[p] = base_notes[p] = _state(states[p])
+        paths = list(notes)
+        restored = None if tally is None else Tally.restored(paths, [notes[p].words for p in paths], tally)
         return Body(
             notes,
             tuple((p, Problem(*t)) for p, *t in problems),
@@ -390,6 +392,7 @@ def _body(path: Path, offset: int, size: int, digest: bytes, base: BaseFile, con
             (graph[0], graph[1]),
             base=replace(base, sig=base_sig),
             base_notes=base_notes,
+            tally=TallyBox(restored),
         )
     except CacheDamaged:
         raise
@@ -415,6 +418,7 @@ def save(stage: Path, found: ConvertCache, out: Path) -> None:
         body.suggest_key,
         body.names,
         body.graph,
+        None if body.tally.tally is None else body.tally.tally.saved(),
     )
     body_bytes = marshal.dumps(data)
     head = (

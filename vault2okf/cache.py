@@ -35,7 +35,7 @@ from typing import Any
 from vault2okf import bundle as b
 from vault2okf.bundle import Doc
 from vault2okf.config import Config
-from vault2okf.mentions import Earlier, vault_mentions
+from vault2okf.mentions import Applied, Earlier, vault_mentions
 from vault2okf.meta import Meta, TypeOrigin
 from vault2okf.parse import Link, Problem, Syntax
 from vault2okf.report import LinkRecord, LinkReport, ReportMemo
@@ -191,10 +191,11 @@ class Body:
     # where the links and resolutions are the very same tuples; the resolver, for the same universe
     records: dict[str, tuple[Any, ...]] = field(default_factory=dict, compare=False, repr=False)
     resolver: tuple[str, Resolver] | None = field(default=None, compare=False, repr=False)
+    applied: Applied | None = field(default=None, compare=False, repr=False)  # mentions' rules 4 and 5, per note
 
     def earlier(self) -> Earlier:
         """What unlinked mentions may reuse (``mentions.Earlier``)."""
-        return Earlier(self.names, {p: (s.prose, s.hits) for p, s in self.notes.items()})
+        return Earlier(self.names, {p: (s.prose, s.hits) for p, s in self.notes.items()}, self.applied)
 
     def delta(self) -> dict[str, NoteState]:
         """The states that are not the base's (changed or new since the base was written), in the notes' order."""

@@ -625,7 +625,7 @@ class Run:
             suggested=suggested, suggest_key=self.suggest_key, names=self.found.keys,
             graph=(self.graph_key, {p: as_tuple(a) for p, a in self.analytics.items()}), tally=self.tally,
             report_memo=self.report_memo, base=last.base if last else None, base_notes=last.base_notes if last else {},
-            records=self.note_records, resolver=self.resolver,
+            records=self.note_records, resolver=self.resolver, applied=self.found.applied,
         )  # fmt: skip
         return ConvertCache(
             key=key,

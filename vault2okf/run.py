@@ -16,7 +16,7 @@ import posixpath
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -290,6 +290,7 @@ class Run:
         blocks = block_sets((p, self.works[p].reading.blocks) for p in self.paths)
         kept = self.last.records if self.last is not None else {}
         self.note_records: dict[str, tuple[Any, ...]] = {}
+        taken = 0  # notes whose records are the very ones of last time, or make the same edges
         for path in self.paths:  # block refs checked once every note's block ids are known
             w = self.works[path]
             links, resolved = w.reading.links, w.resolutions
@@ -298,10 +299,15 @@ class Run:
             was = kept.get(path)
             if was is not None and was[0] is links and was[1] is checked:  # the very records a watcher made last
                 records = was[2]  # (the report's memo then compares them by identity)
+                taken += 1
             else:
                 records = tuple(LinkRecord(path, lk, r) for lk, r in zip(links, checked, strict=True))
+                taken += was is not None and _edges(was[2]) == _edges(records)
             self.note_records[path] = (links, checked, records)
             self.records.extend(records)
+        # the same notes in the same order, each with the very records of last time or the same edges: the same
+        # link graph as a watcher's last convert
+        self.same_graph = taken == len(self.paths) == len(kept) and list(kept) == self.paths
 
     def _moved_aliases(self) -> frozenset[str] | None:
         """Where only aliases changed since the last convert (the same notes, attachments and excluded files): the
@@ -337,6 +343,9 @@ class Run:
 
     def _analyse(self) -> dict[str, NoteAnalytics]:
         """The graph analytics: the last convert's while the graph is the same (``analytics.graph_key``)."""
+        if self.last is not None and self.last.graph[0] and self.same_graph:  # a watcher's: no digest to make
+            self.graph_key = self.last.graph[0]
+            return {p: from_tuple(p, t) for p, t in self.last.graph[1].items()}
         edges = self._edges()
         self.graph_key = graph_key(self.paths, edges)
         if self.last is not None and self.last.graph[0] == self.graph_key:
@@ -346,8 +355,7 @@ class Run:
     def _edges(self) -> list[tuple[str, str]]:
         """The link graph's edges: (source, target) of every link to another note, as ``okf.duckdb``'s ``links``
         has them with a ``target_id``."""
-        return [(r.source, r.resolution.path) for r in self.records if r.resolution.status in NOTE_STATUSES
-                and r.resolution.path is not None]  # fmt: skip
+        return _edges(self.records)
 
     def _make_docs(self, stage: Path, rows: Callable[[list[ConceptRow]], None]) -> None:
         """The doc of every note not carried, written into ``stage`` (spread over workers); its concepts row
@@ -645,6 +653,11 @@ class Run:
 @dataclass(frozen=True)
 class _Path:
     path: str  # a note as spelling_variants needs it when its body_words are known
+
+
+def _edges(records: Iterable[LinkRecord]) -> list[tuple[str, str]]:
+    return [(r.source, r.resolution.path) for r in records if r.resolution.status in NOTE_STATUSES
+            and r.resolution.path is not None]  # fmt: skip
 
 
 def _alias_keys(aliases: dict[str, tuple[str, ...]]) -> dict[str, list[str]]:

@@ -88,6 +88,8 @@ def test_a_change_inside_a_still_valid_body_is_caught(twin: Twin, what: str) -> 
         old = next(p for p in states if len(p) > 4).encode()
         new = old[:-4] + (b"Q" if old[-4:-3] != b"Q" else b"R") + old[-3:]
     path = cache.cache_path(twin.inc)
+    if old not in path.read_bytes()[-len(path.read_bytes()) // 2 :]:  # not in the body: in the base of the states
+        path = cache.base_path(twin.inc)
     path.write_bytes(_replace_inside_body(path.read_bytes(), old, new))
     damaged = cache.load(twin.inc, key)
     assert damaged is not None and not damaged.intact()
@@ -96,6 +98,24 @@ def test_a_change_inside_a_still_valid_body_is_caught(twin: Twin, what: str) -> 
     _edit_one_note(twin)
     result = twin.check()
     assert len(result.notices) == 1 and result.reused == 0
+
+
+@pytest.mark.parametrize("kind", [*DAMAGE, "removed", "a named pipe"])
+def test_a_damaged_base_is_a_note_and_a_full_convert(twin: Twin, kind: str) -> None:
+    """The base file of the notes' states (format 5) is checked as the cache file is: any damage, its loss or a
+    special file in its place is one note and a full convert."""
+    path = cache.base_path(twin.inc)
+    if kind == "removed":
+        path.unlink()
+    elif kind == "a named pipe":
+        path.unlink()
+        os.mkfifo(path)
+    else:
+        path.write_bytes(DAMAGE[kind](path.read_bytes()))
+    _edit_one_note(twin)
+    result = twin.check()
+    assert result.reused == 0 and len(result.notices) == 1 and "convert cache was damaged" in result.notices[0]
+    assert path.is_file() and twin.check().unchanged
 
 
 def test_a_body_of_the_wrong_shape_with_good_digests_is_damage(twin: Twin) -> None:

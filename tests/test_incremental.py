@@ -8,7 +8,6 @@ last convert left) and into a fresh folder with ``full=True``, and compares the 
 from __future__ import annotations
 
 import json
-import marshal
 import os
 import shutil
 import subprocess
@@ -21,7 +20,7 @@ from hostile import build_hostile_vault
 
 from vault2okf import cache
 from vault2okf.config import load_config
-from vault2okf.convert import ConvertResult, convert
+from vault2okf.convert import ConvertResult, Kept, convert
 
 VAULTS = Path(__file__).resolve().parents[2] / "shared" / "vaults"
 
@@ -124,18 +123,55 @@ def test_a_convert_that_finds_nothing_changed_loads_no_database_or_parser(twin: 
     assert "nothing changed" not in out and loaded == ["duckdb", "markdown_it"]  # the probe sees both imports
 
 
-def test_states_are_saved_again_only_from_the_cache_file_that_was_read(twin: Twin) -> None:
-    """An unchanged note's state is written into the new cache as the old cache holds it, read again at save time:
-    only while that file is the one read (its signature), else every state is marshalled again."""
+def _edit(note: Path, n: int) -> None:
+    note.write_text(note.read_text("utf-8") + f"\nEdit {n}.\n", "utf-8")
+
+
+def _body(twin: Twin) -> cache.Body:
     vault = twin.vault.resolve()
     found = cache.load(twin.inc.resolve(), cache.cache_key(vault, vault.name, load_config(vault)))
     assert found is not None
-    body = found.loaded
-    paths = sorted(body.notes)[:5]
-    blobs = body.saved(paths)
-    assert {p: cache._state(marshal.loads(b)) for p, b in blobs.items()} == {p: body.notes[p] for p in paths}
-    os.utime(cache.cache_path(twin.inc), ns=(0, 0))  # not the file read, as far as its signature says
-    assert body.saved(paths) == {}
+    return found.loaded
+
+
+def test_an_edit_links_the_base_of_states_and_saves_only_what_changed(twin: Twin) -> None:
+    """Format 5: the notes' states are in a base file that the next convert hard-links into the new generation
+    (the same inode: not written again) while the states not in it stay under 1/COMPACT of it; the cache's body
+    holds those alone (the delta). Past that a new base holds every state. Each bundle is a full convert's."""
+    base = cache.base_path(twin.inc)
+    first = base.stat().st_ino
+    notes = twin.notes()
+    rel = [n.relative_to(twin.vault).as_posix() for n in notes]
+    _edit(notes[0], 0)
+    twin.check()
+    assert base.stat().st_ino == first and list(_body(twin).delta()) == rel[:1]
+    most = len(notes) // cache.COMPACT
+    for i in range(most):
+        _edit(notes[i], 1)
+    twin.check()
+    assert base.stat().st_ino == first and list(_body(twin).delta()) == rel[:most]
+    _edit(notes[most], 2)
+    twin.check()
+    assert base.stat().st_ino != first and _body(twin).delta() == {}
+
+
+def test_a_base_that_is_not_the_one_read_is_written_anew(twin: Twin) -> None:
+    """The base is linked only while it is the file the last cache was read from or saved with (its signature):
+    touched since (here under a watcher, which keeps what it saved), every state is written into a new one."""
+    kept = Kept()
+    _edit(twin.notes()[0], 0)
+    convert(twin.vault, twin.inc, kept=kept)
+    base = cache.base_path(twin.inc)
+    first = base.stat().st_ino
+    os.utime(base, ns=(0, 0))
+    _edit(twin.notes()[1], 1)
+    convert(twin.vault, twin.inc, kept=kept)
+    assert kept.used and base.stat().st_ino != first and _body(twin).delta() == {}
+    _edit(twin.notes()[2], 2)
+    convert(twin.vault, twin.inc, kept=kept)
+    assert kept.used and _body(twin).delta() != {}  # linked again: the base is the one it saved
+    kept.settle()
+    assert twin.check().unchanged
 
 
 def test_every_kind_of_change_gives_the_full_convert(twin: Twin) -> None:

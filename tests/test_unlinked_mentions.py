@@ -307,7 +307,8 @@ def test_cjk_names_are_found_inside_cjk_text() -> None:
 
 def test_earlier_hits_are_reused_only_where_they_still_hold(monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 38 part 4: a note is read again only when its prose changed, a name it matched went away, or a new
-    name may occur in it; the mentions are always those found from scratch."""
+    name may occur in it; what rules 4 and 5 made of a note's hits is taken again where the hits and the names are
+    the same (``Applied``); the mentions are always those found from scratch."""
     read: list[str] = []
     scan = m._scan
     monkeypatch.setattr(m, "_scan", lambda text, names: read.append(text) or scan(text, names))
@@ -317,7 +318,11 @@ def test_earlier_hits_are_reused_only_where_they_still_hold(monkeypatch: pytest.
 
     def again(notes: list[NoteNames], before: m.Found | None = None) -> m.Found:
         read.clear()
-        earlier = m.Earlier(before.keys, {p: (last[p], hits) for p, hits in before.hits.items()}) if before else None
+        earlier = (
+            m.Earlier(before.keys, {p: (last[p], hits) for p, hits in before.hits.items()}, before.applied)
+            if before
+            else None
+        )
         found = m.find_all(notes, earlier)
         seen[:] = read
         assert found.mentions == find_mentions(notes) and found.hits == m.find_all(notes).hits
@@ -329,6 +334,11 @@ def test_earlier_hits_are_reused_only_where_they_still_hold(monkeypatch: pytest.
     first = again([KANDA, BELL, diary, trip])
     same = again([KANDA, BELL, diary, trip], first)
     assert seen == []  # nothing changed: nothing read
+    assert same.mentions and all(a is b for a, b in zip(same.mentions, first.mentions, strict=True))  # taken again
+    linked = NoteNames(diary.path, diary.names, diary.prose, frozenset({KANDA.path}))
+    unlinked = again([KANDA, BELL, linked, trip], same)  # the same hits, a new link: its mentions made again
+    assert seen == [] and KANDA.path not in {x.target for x in unlinked.mentions}
+    same = again([KANDA, BELL, diary, trip], unlinked)
     isle = _note("Places/Kanda.md", "An island.\n", aliases=("Kanda Isle",))
     second = again([isle, BELL, diary, trip], same)  # a new name: the note holding its first word is read
     assert seen == [diary.prose] and {x.text for x in second.mentions} == {"Old Tom Bell", "Kanda Isle"}

@@ -25,8 +25,8 @@ import mmap
 import os
 import stat
 from collections import Counter
-from collections.abc import Callable, Collection
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
 from functools import cache, cached_property
 from importlib.resources import files
 from pathlib import Path
@@ -35,20 +35,25 @@ from typing import Any
 from vault2okf import bundle as b
 from vault2okf.bundle import Doc
 from vault2okf.config import Config
-from vault2okf.mentions import Earlier, vault_mentions
+from vault2okf.mentions import Applied, Earlier, vault_mentions
 from vault2okf.meta import Meta, TypeOrigin
 from vault2okf.parse import Link, Problem, Syntax
 from vault2okf.report import LinkRecord, LinkReport, ReportMemo
-from vault2okf.resolve import Resolution, Status, block_sets, check_blocks
-from vault2okf.suggest import BodyWords, Suggestion, TallyBox
+from vault2okf.resolve import Resolution, Resolver, Status, block_sets, check_blocks
+from vault2okf.suggest import BodyWords, Suggestion, Tally, TallyBox
 from vault2okf.walk import VaultFile, Walk
 
 NAME = "convert-cache.bin"
+BASE = "convert-cache.base"  # the notes' states as a base, linked unchanged from one generation to the next
 # 2: each note's state marshalled on its own, so an unchanged one is saved as it was read; 3: a magic line, and
 # the head and the body each carry their length and sha256, so no damaged byte is ever trusted; 4: the sha256 of
-# each generated file that is not a doc (``digests``), so an unchanged one is linked rather than written again
-FORMAT = 4
-MAGIC = b"vault2okf convert cache 4\n"
+# each generated file that is not a doc (``digests``), so an unchanged one is linked rather than written again;
+# 5: the states in a base file (``BASE``, hard-linked into the next generation while few states changed) and the
+# changed ones in the body (a delta), so an edit writes what it changed, not 100 MB of states
+FORMAT = 5
+MAGIC = b"vault2okf convert cache 5\n"
+BASE_MAGIC = b"vault2okf convert cache base 5\n"
+COMPACT = 8  # the base is written anew once the states not in it (or dead in it) pass 1/COMPACT of it
 _LENGTH, _DIGEST = 8, 32
 
 
@@ -177,36 +182,40 @@ class Body:
     suggest_key: str  # suggest_key(universe, variants)
     names: frozenset[tuple[str, ...]] = frozenset()  # the names the notes' ``hits`` were found with
     graph: tuple[str, dict[str, tuple[Any, ...]]] = ("", {})  # analytics.graph_key -> each note's analytics
-    # note path -> its state as marshalled, for a state equal to the one read: saved again as it is
-    blobs: dict[str, bytes] = field(default_factory=dict, compare=False, repr=False)
-    source: tuple[str, int, tuple[int, ...]] | None = field(default=None, compare=False, repr=False)  # file read
-    # every state as marshalled by ``save``, kept by a watcher with the body it saved (``Kept``): no file re-read
-    held: dict[str, bytes] | None = field(default=None, compare=False, repr=False)
-    tally: TallyBox = field(default_factory=TallyBox, compare=False, repr=False)  # in memory only, never saved
+    base: BaseFile | None = field(default=None, compare=False, repr=False)  # the base file the states came from
+    # note path -> its state as the base holds it (the very objects of ``notes`` where a state is the base's)
+    base_notes: dict[str, NoteState] = field(default_factory=dict, compare=False, repr=False)
+    tally: TallyBox = field(default_factory=TallyBox, compare=False, repr=False)  # the sums of the notes' words
     report_memo: ReportMemo = field(default_factory=ReportMemo, compare=False, repr=False)  # the same
+    # in memory only, for a watcher's next convert: each note's (links, checked resolutions, LinkRecords), reused
+    # where the links and resolutions are the very same tuples; the resolver, for the same universe
+    records: dict[str, tuple[Any, ...]] = field(default_factory=dict, compare=False, repr=False)
+    resolver: tuple[str, Resolver] | None = field(default=None, compare=False, repr=False)
+    applied: Applied | None = field(default=None, compare=False, repr=False)  # mentions' rules 4 and 5, per note
 
     def earlier(self) -> Earlier:
         """What unlinked mentions may reuse (``mentions.Earlier``)."""
-        return Earlier(self.names, {p: (s.prose, s.hits) for p, s in self.notes.items()})
+        return Earlier(self.names, {p: (s.prose, s.hits) for p, s in self.notes.items()}, self.applied)
 
-    def saved(self, paths: Collection[str]) -> dict[str, bytes]:
-        """The states of ``paths`` as marshalled in the file this body was read from, read from it again rather
-        than kept since the load (36 MB at 6.6k notes, held through the whole run); {} where that file is no
-        longer the one read."""
-        if self.held is not None:
-            return {p: self.held[p] for p in paths if p in self.held}
-        if self.source is None or not paths:
-            return {}
-        path, offset, sig = self.source
-        try:
-            with open(path, "rb") as fh:
-                if output_sig(path) != sig:
-                    return {}
-                fh.seek(offset)
-                blobs = marshal.load(fh)[0]
-        except Exception:  # noqa: BLE001 - then every state is marshalled again
-            return {}
-        return {p: blobs[p] for p in paths if p in blobs}
+    def delta(self) -> dict[str, NoteState]:
+        """The states that are not the base's (changed or new since the base was written), in the notes' order."""
+        base = self.base_notes
+        return {p: s for p, s in self.notes.items() if not _same(base.get(p), s)}
+
+
+def _same(base: NoteState | None, state: NoteState) -> bool:
+    return base is state or (base is not None and base == state)
+
+
+@dataclass(frozen=True)
+class BaseFile:
+    """The file of the notes' states a cache's delta applies to (``BASE`` in the state folder)."""
+
+    path: str  # where it is: the bundle's state folder
+    sig: tuple[int, ...]  # its output_sig when it was read or written: linked only while it is still that file
+    size: int  # bytes after its magic line
+    digest: bytes  # their sha256
+    count: int  # states it holds
 
 
 def suggest_key(universe: str, variants: Any) -> str:
@@ -271,11 +280,15 @@ def cache_path(bundle: Path) -> Path:
     return bundle / b.STATE / NAME
 
 
+def base_path(bundle: Path) -> Path:
+    return bundle / b.STATE / BASE
+
+
 def load(bundle: Path, key: str) -> ConvertCache | None:
     """The bundle's cache when it was written for ``key``; None when there is none or it was written for another
     key (config, code, vault); ``CacheDamaged`` when it is not what a convert wrote (a special file, truncated,
     edited). Only its head is read here (marshal, no code runs on load), checked against its digest; the notes'
-    states when first asked for, checked the same way."""
+    states (the base file, then the body's delta) when first asked for, checked the same way."""
     path = cache_path(bundle)
     try:
         info = os.stat(path)
@@ -298,9 +311,8 @@ def load(bundle: Path, key: str) -> ConvertCache | None:
         head = marshal.loads(head_bytes)
         if head[0] != FORMAT or head[1] != key:
             return None
-        _, _, started, walk, universe, contents, attachments, files, docs, summary, digests, body_size, body_digest = (
-            head
-        )
+        _, _, started, walk, universe, contents, attachments, files, docs, summary, digests = head[:11]
+        base_size, base_digest, base_count, body_size, body_digest = head[11:]
     except CacheDamaged:
         raise
     except Exception as error:  # noqa: BLE001 - an unreadable or wrongly shaped head: damaged, never a crash
@@ -308,17 +320,26 @@ def load(bundle: Path, key: str) -> ConvertCache | None:
     offset = len(MAGIC) + _LENGTH + _DIGEST + size
     if offset + body_size != info.st_size:
         raise CacheDamaged(f"{path} is {info.st_size} bytes, not the {offset + body_size} written")
+    base = BaseFile(str(base_path(bundle)), (), base_size, base_digest, base_count)
+
+    def body() -> Body:
+        return _body(path, offset, body_size, body_digest, base, contents)
+
+    def intact() -> bool:
+        return _intact(path, offset, body_digest) and _intact(Path(base.path), len(BASE_MAGIC), base_digest)
+
     return ConvertCache(
-        key, started, walk, universe, contents, attachments, files, docs, summary,
-        lambda: _body(path, offset, body_size, body_digest), lambda: _intact(path, offset, body_size, body_digest),
-        digests,
+        key, started, walk, universe, contents, attachments, files, docs, summary, body, intact, digests
     )  # fmt: skip
 
 
-def _intact(path: Path, offset: int, size: int, digest: bytes) -> bool:
-    """Are the body's bytes the ones written? Hashed in blocks, not decoded: a few ms for a large vault."""
+def _intact(path: Path, offset: int, digest: bytes) -> bool:
+    """Are the bytes of ``path`` after ``offset`` the ones written? Hashed in blocks, not decoded (a special file
+    is not opened)."""
     sha = hashlib.sha256()
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False
         with open(path, "rb") as fh:
             fh.seek(offset)
             while block := fh.read(1 << 20):
@@ -328,29 +349,40 @@ def _intact(path: Path, offset: int, size: int, digest: bytes) -> bool:
     return sha.digest() == digest
 
 
-def _decoded(path: Path, offset: int, size: int, digest: bytes) -> Any:
-    """The body's bytes, mapped rather than read (no copy of the file on the heap), hashed, then unmarshalled in
-    one call. Streamed through a Python reader instead, marshal asked it for every string (264k calls at 4.3k
-    notes, 0.3 s of a one-edit convert's 5 s). The file is only ever replaced whole (written in the staging
-    tree, swapped in), never truncated in place, so the mapping cannot lose its pages under it."""
+def _decoded(path: Path, offset: int, size: int, digest: bytes, magic: bytes = b"") -> Any:
+    """The bytes of ``path`` after ``offset``, mapped rather than read (no copy of the file on the heap), hashed,
+    then unmarshalled in one call. Streamed through a Python reader instead, marshal asked it for every string
+    (264k calls at 4.3k notes, 0.3 s of a one-edit convert's 5 s). The files are only ever replaced whole (written
+    in the staging tree, swapped in), never truncated in place, so the mapping cannot lose its pages under it."""
+    if not stat.S_ISREG(os.stat(path).st_mode):  # a pipe in its place would block the read
+        raise CacheDamaged(f"{path} is not a regular file")
     with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-        if len(mapped) != offset + size:
-            raise CacheDamaged(f"{path}: the body is not the one written")
+        if len(mapped) != offset + size or mapped[: len(magic)] != magic:
+            raise CacheDamaged(f"{path}: not the one written")
         with memoryview(mapped) as whole, whole[offset:] as view:
             if hashlib.sha256(view).digest() != digest:
-                raise CacheDamaged(f"{path}: the body is not the one written")
+                raise CacheDamaged(f"{path}: not the one written")
             return marshal.loads(view)
 
 
-def _body(path: Path, offset: int, size: int, digest: bytes) -> Body:
-    sig = output_sig(path)
+def _body(path: Path, offset: int, size: int, digest: bytes, base: BaseFile, contents: dict[str, Any]) -> Body:
+    sig, base_sig = output_sig(path), output_sig(base.path)
     try:
         data = _decoded(path, offset, size, digest)
-        if sig != output_sig(path):
+        states = _decoded(Path(base.path), len(BASE_MAGIC), base.size, base.digest, BASE_MAGIC)
+        if sig != output_sig(path) or base_sig != output_sig(base.path) or len(states) != base.count:
             raise CacheDamaged(f"{path}: the body is not the one written")
-        blobs, problems, types, variants, near, suggested, key, names, graph = data
+        delta, problems, types, variants, near, suggested, key, names, graph, tally = data
+        notes, base_notes = {}, {}
+        for p in contents:
+            if p in delta:
+                notes[p] = _state(delta[p])
+            else:
+                notes[p] = base_notes[p] = _state(states[p])
+        paths = list(notes)
+        restored = None if tally is None else Tally.restored(paths, [notes[p].words for p in paths], tally)
         return Body(
-            {p: _state(marshal.loads(blob)) for p, blob in blobs.items()},
+            notes,
             tuple((p, Problem(*t)) for p, *t in problems),
             tuple(types),
             tuple(variants),
@@ -359,7 +391,9 @@ def _body(path: Path, offset: int, size: int, digest: bytes) -> Body:
             key,
             frozenset(names),
             (graph[0], graph[1]),
-            source=(str(path), offset, sig),
+            base=replace(base, sig=base_sig),
+            base_notes=base_notes,
+            tally=TallyBox(restored),
         )
     except CacheDamaged:
         raise
@@ -367,17 +401,16 @@ def _body(path: Path, offset: int, size: int, digest: bytes) -> Body:
         raise CacheDamaged(f"{path}: {type(error).__name__}: {error}") from error
 
 
-def save(stage: Path, found: ConvertCache, *, hold: bool = False) -> None:
-    """Write the cache into the staging tree (swapped in with the bundle it describes): a head (what a
-    convert that finds nothing changed reads), then the body. ``hold``: the body keeps every state as marshalled
-    (``Body.held``), for a watcher that keeps it in memory for its next convert."""
+def save(stage: Path, found: ConvertCache, out: Path) -> None:
+    """Write the cache into the staging tree (swapped in with the bundle it describes, which will be at ``out``):
+    the base of the notes' states, then a head (what a convert that finds nothing changed reads) and the body.
+    The base the last cache was read from (or saved with) is hard-linked from ``out`` while it is still that file
+    and the states not in it stay under 1/``COMPACT`` of it: the body holds those (the delta). Else a new base
+    holds every state and the delta is empty."""
     body = found.body()
-    known = body.blobs
-    blobs = {p: known[p] if p in known else marshal.dumps(_unstate(s)) for p, s in body.notes.items()}
-    body.blobs = {}
-    body.held = blobs if hold else None
+    base, delta = _base(stage, body, out)
     data = (
-        blobs,
+        {p: _unstate(s) for p, s in delta.items()},
         [(p, pr.kind, pr.message, pr.line) for p, pr in body.problems],
         list(body.types),
         list(body.variants),
@@ -386,21 +419,53 @@ def save(stage: Path, found: ConvertCache, *, hold: bool = False) -> None:
         body.suggest_key,
         body.names,
         body.graph,
+        None if body.tally.tally is None else body.tally.tally.saved(),
     )
     body_bytes = marshal.dumps(data)
     head = (
         FORMAT, found.key, found.started_ns, found.walk, found.universe, found.contents, found.attachments,
-        found.files, found.docs, found.summary, found.digests, len(body_bytes), hashlib.sha256(body_bytes).digest(),
+        found.files, found.docs, found.summary, found.digests, base.size, base.digest, base.count, len(body_bytes),
+        hashlib.sha256(body_bytes).digest(),
     )  # fmt: skip
     head_bytes = marshal.dumps(head)
-    path = cache_path(stage)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "wb") as fh:
+    with open(cache_path(stage), "wb") as fh:
         fh.write(MAGIC)
         fh.write(len(head_bytes).to_bytes(_LENGTH, "little"))
         fh.write(hashlib.sha256(head_bytes).digest())
         fh.write(head_bytes)
         fh.write(body_bytes)
+
+
+def _base(stage: Path, body: Body, out: Path) -> tuple[BaseFile, dict[str, NoteState]]:
+    """The staging tree's base (the last one linked, or one written with every state) and the delta to it; the
+    body is told which base it now has (``Body.base``, ``Body.base_notes``), for a watcher's next save."""
+    target = base_path(stage)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    old = body.base
+    if old is not None and output_sig(old.path) == old.sig:
+        delta = body.delta()
+        gone = max(0, old.count - len(body.notes))  # at least as many states of notes gone, still in the base
+        if len(delta) + gone <= old.count // COMPACT and _linked(Path(old.path), target):
+            body.base_notes = {p: s for p, s in body.notes.items() if p not in delta}
+            body.base = replace(old, path=str(base_path(out)), sig=output_sig(target))
+            return body.base, delta
+    data = marshal.dumps({p: _unstate(s) for p, s in body.notes.items()})
+    with open(target, "wb") as fh:
+        fh.write(BASE_MAGIC)
+        fh.write(data)
+    body.base_notes = dict(body.notes)
+    body.base = BaseFile(str(base_path(out)), output_sig(target), len(data), hashlib.sha256(data).digest(),
+                         len(body.notes))  # fmt: skip
+    return body.base, {}
+
+
+def _linked(old: Path, new: Path) -> bool:
+    """``old`` hard-linked at ``new`` (never copied: a copy costs what writing it anew costs, and is not checked)."""
+    try:
+        os.link(old, new)
+    except OSError:
+        return False
+    return True
 
 
 # -- the states as plain values (marshal writes only built-in types) --------------------------------------

@@ -68,9 +68,10 @@ class ConvertResult:
 @dataclass
 class Kept:
     """What a watcher keeps in memory between its converts of one bundle: the last convert's cache as it saved it
-    (every note's state decoded, and marshalled), and the signature of the file it saved. The next convert takes
-    it instead of reading the file back, while that file is still the one saved (no other run wrote the bundle
-    meanwhile) and the key (config, code) is the same; else it reads the bundle's cache as any convert does."""
+    (every note's state decoded, and which of them its base file holds), and the signature of the file it saved.
+    The next convert takes it instead of reading the file back, while that file is still the one saved (no other
+    run wrote the bundle meanwhile) and the key (config, code) is the same; else it reads the bundle's cache as any
+    convert does."""
 
     key: str = ""
     cache: ConvertCache | None = None
@@ -193,7 +194,7 @@ def _convert(
             new_cache = run.write(stage, key, started)
             b.seal(stage)
             new_cache.files[b.MARKER] = output_sig(stage / b.MARKER)
-            save_cache(stage, new_cache, hold=kept is not None)
+            save_cache(stage, new_cache, out)
         except BaseException:
             shutil.rmtree(stage, ignore_errors=True)
             raise

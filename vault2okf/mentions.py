@@ -267,6 +267,19 @@ class Earlier:
 
     keys: frozenset[tuple[str, ...]]
     notes: Mapping[str, tuple[str, tuple[Hit, ...]]]  # vault path -> (prose, hits)
+    applied: Applied | None = None  # a watcher's: what rules 4 and 5 made of each note's hits last time
+
+
+@dataclass(frozen=True)
+class Applied:
+    """What rules 4 and 5 made of each note's hits, valid for the same name index, capitalised names and common
+    names: note path -> (its hits, the hits kept by rule 5, the names counted for rule 4, its linked notes, its
+    mentions). A note whose hits are the very tuple of last time (``Earlier``) takes them again."""
+
+    index: Mapping[tuple[str, ...], str | None]
+    capital: frozenset[tuple[str, ...]]
+    common: frozenset[tuple[str, ...]]
+    notes: dict[str, tuple[Any, ...]]
 
 
 @dataclass(frozen=True)
@@ -276,6 +289,7 @@ class Found:
     mentions: list[Mention]
     keys: frozenset[tuple[str, ...]]
     hits: dict[str, tuple[Hit, ...]]
+    applied: Applied | None = None
 
 
 def find_mentions(notes: Sequence[NoteNames]) -> list[Mention]:
@@ -290,23 +304,42 @@ def find_all(notes: Sequence[NoteNames], earlier: Earlier | None = None) -> Foun
     index, capital = name_index(notes)
     keys = frozenset(index)
     hits = _hits(notes, index, earlier)
-    found: list[tuple[str, list[Hit]]] = []
+    last = earlier.applied if earlier is not None else None
+    if last is not None and (last.capital != capital or last.index != index):
+        last = None
+    found: list[tuple[str, list[Hit], frozenset[tuple[str, ...]]]] = []
     seen_in: Counter[tuple[str, ...]] = Counter()  # name -> notes it was found in, outside links (rule 4)
     for note in notes:
-        kept = [h for h in hits[note.path] if not (h[0] in capital and h[2].islower())]  # rule 5
-        found.append((note.path, kept))
-        seen_in.update({h[0] for h in kept if index[h[0]] not in (note.path, None)})
+        was = last.notes.get(note.path) if last is not None else None
+        if was is not None and was[0] is hits[note.path]:
+            kept, named_in = was[1], was[2]
+        else:
+            kept = [h for h in hits[note.path] if not (h[0] in capital and h[2].islower())]  # rule 5
+            named_in = frozenset(h[0] for h in kept if index[h[0]] not in (note.path, None))
+        found.append((note.path, kept, named_in))
+        seen_in.update(named_in)
     floor = max(MIN_COMMON_NOTES, MAX_SHARE * len(notes))
-    common = {name for name, n in seen_in.items() if single(name) and n > floor}
+    common = frozenset(name for name, n in seen_in.items() if single(name) and n > floor)
+    if last is not None and last.common != common:
+        last = None
     by_path = {n.path: n for n in notes}
     out: list[Mention] = []
-    for path, kept in found:
+    made: dict[str, tuple[Any, ...]] = {}
+    for path, kept, named_in in found:
         note = by_path[path]
-        named = [
-            (target, line, words, above) for k, line, words, above in kept if (target := index[k]) and k not in common
-        ]
-        out.extend(_mentions(note, named))
-    return Found(out, keys, hits)
+        was = last.notes.get(path) if last is not None else None
+        if was is not None and was[0] is hits[path] and was[3] == note.linked:
+            mentions = was[4]
+        else:
+            named = [
+                (target, line, words, above)
+                for k, line, words, above in kept
+                if (target := index[k]) and k not in common
+            ]
+            mentions = _mentions(note, named)
+        out.extend(mentions)
+        made[path] = (hits[path], kept, named_in, note.linked, mentions)
+    return Found(out, keys, hits, Applied(index, capital, common, made))
 
 
 def _hits(

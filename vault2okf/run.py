@@ -16,7 +16,7 @@ import posixpath
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -273,7 +273,9 @@ class Run:
         self.universe = universe_digest(self.walk, self.aliases)
         same = self.old is not None and self.old.universe == self.universe
         moved = None if same else self._moved_aliases()
-        resolver: Resolver | None = None
+        # a watcher's last resolver, made for the same universe (the config is the same: it keeps one key)
+        last = self.last.resolver if self.last is not None else None
+        resolver: Resolver | None = last[1] if last is not None and last[0] == self.universe else None
         self.records: list[LinkRecord] = []
         for path in self.paths:
             w = self.works[path]
@@ -284,13 +286,28 @@ class Run:
                 found: Problems = []
                 pairs = resolve_links_safe(resolver, path, w.reading.links, found)
                 w.resolved = Resolved(tuple(r for _, r in pairs), tuple(p for _, p in found))
+        self.resolver = None if resolver is None else (self.universe, resolver)
         blocks = block_sets((p, self.works[p].reading.blocks) for p in self.paths)
+        kept = self.last.records if self.last is not None else {}
+        self.note_records: dict[str, tuple[Any, ...]] = {}
+        taken = 0  # notes whose records are the very ones of last time, or make the same edges
         for path in self.paths:  # block refs checked once every note's block ids are known
             w = self.works[path]
             links, resolved = w.reading.links, w.resolutions
             checked = check_blocks(links, resolved, blocks)
             w.missing_blocks = tuple(i for i, r in enumerate(checked) if r is not resolved[i])
-            self.records.extend(LinkRecord(path, lk, r) for lk, r in zip(links, checked, strict=True))
+            was = kept.get(path)
+            if was is not None and was[0] is links and was[1] is checked:  # the very records a watcher made last
+                records = was[2]  # (the report's memo then compares them by identity)
+                taken += 1
+            else:
+                records = tuple(LinkRecord(path, lk, r) for lk, r in zip(links, checked, strict=True))
+                taken += was is not None and _edges(was[2]) == _edges(records)
+            self.note_records[path] = (links, checked, records)
+            self.records.extend(records)
+        # the same notes in the same order, each with the very records of last time or the same edges: the same
+        # link graph as a watcher's last convert
+        self.same_graph = taken == len(self.paths) == len(kept) and list(kept) == self.paths
 
     def _moved_aliases(self) -> frozenset[str] | None:
         """Where only aliases changed since the last convert (the same notes, attachments and excluded files): the
@@ -326,6 +343,9 @@ class Run:
 
     def _analyse(self) -> dict[str, NoteAnalytics]:
         """The graph analytics: the last convert's while the graph is the same (``analytics.graph_key``)."""
+        if self.last is not None and self.last.graph[0] and self.same_graph:  # a watcher's: no digest to make
+            self.graph_key = self.last.graph[0]
+            return {p: from_tuple(p, t) for p, t in self.last.graph[1].items()}
         edges = self._edges()
         self.graph_key = graph_key(self.paths, edges)
         if self.last is not None and self.last.graph[0] == self.graph_key:
@@ -335,8 +355,7 @@ class Run:
     def _edges(self) -> list[tuple[str, str]]:
         """The link graph's edges: (source, target) of every link to another note, as ``okf.duckdb``'s ``links``
         has them with a ``target_id``."""
-        return [(r.source, r.resolution.path) for r in self.records if r.resolution.status in NOTE_STATUSES
-                and r.resolution.path is not None]  # fmt: skip
+        return _edges(self.records)
 
     def _make_docs(self, stage: Path, rows: Callable[[list[ConceptRow]], None]) -> None:
         """The doc of every note not carried, written into ``stage`` (spread over workers); its concepts row
@@ -597,7 +616,8 @@ class Run:
                 output = w.reuse.output  # hard-linked: the very file the last convert wrote, as it checked
             else:
                 output = output_sig(os.path.join(root, rel))
-            notes[path] = w.state(replace(doc, text=""), output)
+            state = w.state(replace(doc, text=""), output)
+            notes[path] = w.reuse if w.reuse is not None and w.reuse == state else state  # the base's, if it was
         docs = {f"{b.CONCEPTS}/{s.doc.doc_path}": s.output for s in notes.values()}
         others = {rel: output_sig(os.path.join(root, rel)) for rel in files if rel not in docs}
         others[DATABASE] = output_sig(os.path.join(root, DATABASE))
@@ -607,13 +627,13 @@ class Run:
         data = report.to_json()
         broken = {entry["target"] for entry in data["broken"]}
         suggested = {t: found for t, found in report.suggested.items() if t in broken}
-        read = self.old.loaded if self.old is not None else None
-        blobs = {} if read is None else read.saved([p for p, s in notes.items() if read.notes.get(p) == s])
+        last = self.last
         body = Body(
             notes=notes, problems=report.problems, types=report.types, variants=report.variants, near=self.near,
-            suggested=suggested, suggest_key=self.suggest_key, blobs=blobs, names=self.found.keys,
+            suggested=suggested, suggest_key=self.suggest_key, names=self.found.keys,
             graph=(self.graph_key, {p: as_tuple(a) for p, a in self.analytics.items()}), tally=self.tally,
-            report_memo=self.report_memo,
+            report_memo=self.report_memo, base=last.base if last else None, base_notes=last.base_notes if last else {},
+            records=self.note_records, resolver=self.resolver, applied=self.found.applied,
         )  # fmt: skip
         return ConvertCache(
             key=key,
@@ -633,6 +653,11 @@ class Run:
 @dataclass(frozen=True)
 class _Path:
     path: str  # a note as spelling_variants needs it when its body_words are known
+
+
+def _edges(records: Iterable[LinkRecord]) -> list[tuple[str, str]]:
+    return [(r.source, r.resolution.path) for r in records if r.resolution.status in NOTE_STATUSES
+            and r.resolution.path is not None]  # fmt: skip
 
 
 def _alias_keys(aliases: dict[str, tuple[str, ...]]) -> dict[str, list[str]]:

@@ -458,6 +458,22 @@ class Tally:
         moved.spent, moved.updates = False, self.updates + 1
         return moved
 
+    def saved(self) -> tuple[Any, ...]:
+        """The sums as built-in values, every key in its place (the convert cache keeps them: ``restored``)."""
+        seen = self.seen
+        return dict(self.runs), self.first, dict(seen.count), {w: dict(c) for w, c in seen.beside.items()}
+
+    @classmethod
+    def restored(cls, paths: list[str], read: list[BodyWords], saved: tuple[Any, ...]) -> Tally:
+        """The tally ``saved`` for these notes' words (the ones it was summed from), as ``Tally(paths, read)``
+        would make it, keys in the same places, without summing every note again."""
+        runs, first, count, beside = saved
+        tally = object.__new__(cls)
+        tally.paths, tally.read, tally.runs, tally.first = paths, read, Counter(runs), dict(first)
+        tally.seen = _Seen(Counter(count), defaultdict(Counter, {w: Counter(c) for w, c in beside.items()}))
+        tally.spent, tally.updates = False, 0
+        return tally
+
 
 @dataclass
 class TallyBox:

@@ -134,10 +134,7 @@ class Resolver:
         self.notes = _PathIndex(notes, strip_md=True)
         self.excluded = _PathIndex((p for p in excluded if p.lower().endswith(".md")), strip_md=True)
         self.attachments = _PathIndex(attachments, strip_md=False)
-        self.aliases: dict[str, list[str]] = defaultdict(list)
-        for path, names in sorted((aliases or {}).items()):
-            for name in names:
-                self.aliases[normalise(name).casefold()].append(path)
+        self.aliases = alias_table(aliases or {})
         self.overrides = {normalise(k).casefold(): self._pinned(k, v) for k, v in (overrides or {}).items()}
 
     def _pinned(self, name: str, target: str) -> str:
@@ -212,6 +209,20 @@ def block_problem(link: Link, res: Resolution) -> str:
         written = (link.anchor or "").split("#")[-1].strip()
         return f"{written!r} is not a block id (Latin letters, digits and dashes after ^)"
     return f"{note} has no block ^{block} (a line ending in ' ^{block}')"
+
+
+def alias_key(name: str) -> str:
+    """How an alias is keyed, and how a link's target is looked up among the aliases: normalised, case-folded."""
+    return normalise(name).casefold()
+
+
+def alias_table(aliases: Mapping[str, Iterable[str]]) -> dict[str, list[str]]:
+    """Alias key -> the notes that have that alias, in path order (``Resolver.aliases``)."""
+    table: dict[str, list[str]] = {}
+    for path, names in sorted(aliases.items()):
+        for name in names:
+            table.setdefault(alias_key(name), []).append(path)
+    return table
 
 
 @lru_cache(maxsize=1 << 16)  # the report asks again for every link; a vault writes the same targets over and over

@@ -46,7 +46,16 @@ from vault2okf.names import assign_doc_paths
 from vault2okf.parse import Link, Note, Problem
 from vault2okf.protocol import DATABASE, database
 from vault2okf.report import LinkRecord, LinkReport, ReportMemo, type_rows
-from vault2okf.resolve import NOTE_STATUSES, Resolution, Resolver, Status, block_sets, check_blocks, normalise
+from vault2okf.resolve import (
+    NOTE_STATUSES,
+    Resolution,
+    Resolver,
+    Status,
+    alias_key,
+    alias_table,
+    block_sets,
+    check_blocks,
+)
 from vault2okf.scan import prepare_parser
 from vault2okf.skill import skill_text
 from vault2okf.suggest import BodyWords, TallyBox, body_words, spelling_variants
@@ -315,8 +324,8 @@ class Run:
         before: an alias is looked up only for a name no note has, and the notes are the same. None: not known."""
         if self.old is None or not same_files(self.old.universe, self.universe):
             return None
-        was = _alias_keys({p: st.meta.aliases for p, st in self.old.notes.items() if st.meta.aliases})
-        now = _alias_keys(self.aliases)
+        was = alias_table({p: st.meta.aliases for p, st in self.old.notes.items() if st.meta.aliases})
+        now = alias_table(self.aliases)
         return frozenset(k for k in was.keys() | now.keys() if was.get(k) != now.get(k))
 
     # -- rendering ----------------------------------------------------------------------------------------
@@ -660,18 +669,9 @@ def _edges(records: Iterable[LinkRecord]) -> list[tuple[str, str]]:
             and r.resolution.path is not None]  # fmt: skip
 
 
-def _alias_keys(aliases: dict[str, tuple[str, ...]]) -> dict[str, list[str]]:
-    """Alias key -> the notes that have it, as ``Resolver`` builds them."""
-    keys: dict[str, list[str]] = {}
-    for path, names in sorted(aliases.items()):
-        for name in names:
-            keys.setdefault(normalise(name).casefold(), []).append(path)
-    return keys
-
-
 def _names_any(links: tuple[Link, ...], keys: frozenset[str]) -> bool:
     """Does one of ``links`` name (as ``Resolver`` looks up an alias) one of ``keys``?"""
-    return bool(keys) and any(normalise(link.target).casefold() in keys for link in links)
+    return bool(keys) and any(alias_key(link.target) in keys for link in links)
 
 
 def _encoded(text: str | bytes) -> bytes:

@@ -96,8 +96,8 @@ def index_bundle(
         saved = None if chroma_url else _saved_index(bundle_dir, embedder_name, chroma_path)
         if saved is not None and _precision_of(bundle_dir) not in (None, wanted):
             saved = None  # the stored vectors are of another precision: embed them all again
-        done = saved.info if saved is not None and saved.meta.get("note_hashes") == note_hashes else None
-        if done is not None and saved is not None:
+        if saved is not None and saved.meta.get("note_hashes") == note_hashes:
+            done = saved.info
             _refresh_heads(bundle_dir, saved, heads)
             notices = _question_encoder(bundle_dir, done, device, wanted)
             seconds = _since(started)
@@ -335,10 +335,8 @@ def _refresh_heads(bundle_dir: Path | str, saved: Saved, heads: dict[str, str] |
     if heads is None or not os.access(path.parent, os.W_OK) or Lexical(saved.table, None, heads=heads).saved_in(path):
         return
     earlier = _earlier_lexical(saved.table, path)
-    lexical = earlier.updated(saved.table, heads) if earlier else Lexical(saved.table, None, heads=heads)
     with contextlib.suppress(OSError):  # a read-only bundle: the search builds them
-        lexical.save(path)
-        _KEPT.keep(path, lexical)
+        _save_lexical(bundle_dir, saved.info, saved.table, earlier, heads)
 
 
 def _earlier_lexical(table: ChunkTable, path: Path) -> Lexical | None:

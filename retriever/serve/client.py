@@ -53,14 +53,22 @@ def _request(address: Address, path: str, body: Any, accept: str) -> Any:
         return urllib.request.urlopen(request, timeout=TIMEOUT)  # noqa: S310 - our own loopback address
     except urllib.error.HTTPError as e:
         try:
-            message = json.loads(e.read() or b"{}").get("error") or f"HTTP {e.code}"
-        except (ValueError, AttributeError, OSError):
-            message = f"HTTP {e.code}"
-        if e.code >= 500 and e.code != 504:
-            raise ServerGone(message) from None
-        raise ServerRefused(e.code, message) from None
+            payload = e.read()
+        except OSError:
+            payload = b""
+        raise _failure(e.code, payload) from None
     except (OSError, urllib.error.URLError) as e:
         raise ServerGone(str(e)) from None
+
+
+def _failure(status: int, payload: bytes) -> ServerGone | ServerRefused:
+    """What an error reply means to the caller, with the server's message: ServerRefused for a 4xx (or 504),
+    ServerGone for any other 5xx."""
+    try:
+        message = json.loads(payload or b"{}").get("error") or f"HTTP {status}"
+    except (ValueError, AttributeError):
+        message = f"HTTP {status}"
+    return ServerGone(message) if status >= 500 and status != 504 else ServerRefused(status, message)
 
 
 def post(address: Address, path: str, body: Any) -> dict[str, Any]:
@@ -68,13 +76,7 @@ def post(address: Address, path: str, body: Any) -> dict[str, Any]:
     message; ServerGone for a 5xx, a refused connection or a reply that breaks off."""
     status, payload = _exchange(address, path, json.dumps(body).encode())
     if status >= 400:
-        try:
-            message = json.loads(payload or b"{}").get("error") or f"HTTP {status}"
-        except (ValueError, AttributeError):
-            message = f"HTTP {status}"
-        if status >= 500 and status != 504:
-            raise ServerGone(message)
-        raise ServerRefused(status, message)
+        raise _failure(status, payload)
     try:
         return dict(json.loads(payload))
     except (ValueError, TypeError) as e:

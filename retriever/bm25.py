@@ -77,7 +77,7 @@ class Bm25:
                 continue
             docs = self.docs[start:end]
             counts = self.counts[start:end].astype(np.float64)
-            idf = np.float32(math.log(1 + (self.num_docs - (end - start) + 0.5) / (end - start + 0.5)))
+            idf = np.float32(bm25_idf(self.num_docs, end - start))
             # bm25s: tf / (k1 * (...) + tf) in float64, times the float32 idf, stored as float32
             column_scores = (np.float64(idf) * (counts / (self._norm[docs] + counts))).astype(np.float32)
             np.add.at(scores, docs, column_scores)
@@ -87,6 +87,10 @@ class Bm25:
         """How many documents hold ``term``."""
         column = self.vocab.get(term)
         return 0 if column is None else int(self.indptr[column + 1] - self.indptr[column])
+
+    def idf(self, term: str) -> float:
+        """``term``'s inverse document frequency in this index (`bm25_idf`)."""
+        return bm25_idf(self.num_docs, self.df(term))
 
     def updated(self, moved: np.ndarray, fresh: Mapping[int, list[str]], num_docs: int) -> Bm25:
         """This index after an edit: ``moved[i]`` is the new place of document ``i`` (-1: gone or changed; the kept
@@ -171,6 +175,11 @@ class Bm25:
             raise ValueError(f"{kind}: a saved BM25 count names a document that is not there")
         index.__dict__["encoded"] = encoded
         return index
+
+
+def bm25_idf(num_docs: int, df: int) -> float:
+    """BM25's inverse document frequency (Lucene's, never negative), as bm25s computes it."""
+    return math.log(1 + (num_docs - df + 0.5) / (df + 0.5))
 
 
 EMPTY = Bm25((), np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32), np.zeros(0))

@@ -22,8 +22,9 @@ import numpy as np
 from retriever.errors import RetrieverError
 from retriever.filters import NoteFilter
 from retriever.graph import NoteGraph
+from retriever.passage import Passages
 from retriever.rankers import order
-from retriever.retrieve import Offers, Retriever, Room, fit, room
+from retriever.retrieve import Offers, Retriever, Room, cuts, fit, room
 from retriever.spec import Budget, Hit, Mode, Retrieval, SearchSpec, Seeds
 from retriever.store import ChunkHit
 
@@ -189,6 +190,7 @@ class _Trace:
     hop_budget: Budget | None
     ranks: tuple[Rank, ...]
     seed_budget: Budget  # what the seeds kept to: the search's budget, less a run's room (`runs`)
+    passages: Passages | None = None  # how the hop cut its notes (`Retriever.passages`)
 
 
 def explain(
@@ -243,7 +245,7 @@ def _trace(retriever: Retriever, question: str, spec: SearchSpec, qvec: np.ndarr
     added = sum(1 for fate, _ in outcome.values() if fate is Room.FITS)
     ranks.append(Rank("hop candidates", _place(note, ranked), len(ranked), added))
     sizes = {n: part[2] for n in ranked if (part := retriever.hop_part(n, qvec, passages)) is not None}
-    return _Trace(every, found, first, offers, ranked, outcome, sizes, budget, tuple(ranks), seed_budget)
+    return _Trace(every, found, first, offers, ranked, outcome, sizes, budget, tuple(ranks), seed_budget, passages)
 
 
 def _place(note: str, ids: Iterable[str]) -> int | None:
@@ -290,8 +292,8 @@ def _cut(retriever: Retriever, question: str, spec: SearchSpec, trace: _Trace, n
         why = "left room for a run" if spec.runs else f"kept to vector@{spec.budget.match}'s tokens (--scale-seeds)"
         return made[0], f"{made[1]} (the seeds {why})"
     if note in trace.outcome:
-        session = retriever.graph.concepts[note].session_key is not None
-        return _hop_cut(trace, spec, note, bool(spec.passage) and (session or not spec.passage_sessions))
+        passages = trace.passages
+        return _hop_cut(trace, spec, note, passages is not None and cuts(passages, retriever.graph.concepts[note]))
     stage = next((r for r in trace.ranks if r.rank is not None and r.stage in ("fused chunks", "vector chunks")), None)
     where = f"its best chunk ranked {stage.rank} ({stage.stage})" if stage else "no chunk of it ranked"
     if not spec.dedup:

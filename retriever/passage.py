@@ -12,7 +12,6 @@ answerers quote line by line). A chunk that holds none of them gives its first N
 from __future__ import annotations
 
 import functools
-import math
 import re
 from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
@@ -55,11 +54,6 @@ class Passages:
 
     def cut(self, text: str, tokens: int, title: str = "") -> tuple[str, int]:
         return passage(text, tokens, self.size, self.focus, title)
-
-
-def bm25_idf(num_docs: int, df: int) -> float:
-    """BM25's inverse document frequency (Lucene's, never negative)."""
-    return math.log(1 + (num_docs - df + 0.5) / (df + 0.5))
 
 
 def passage(text: str, tokens: int, size: int, focus: Focus, title: str = "") -> tuple[str, int]:

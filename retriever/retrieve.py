@@ -38,7 +38,7 @@ from retriever.mentions import (
     load_session_mentions,
     save_session_mentions,
 )
-from retriever.passage import Focus, Passages, bm25_idf
+from retriever.passage import Focus, Passages
 from retriever.rankers import RANKERS, HopInput, order, rrf
 from retriever.spec import (
     DEFAULT_RANKER,
@@ -369,11 +369,11 @@ class Retriever:
         for chunk in chunks:
             by_note.setdefault(chunk.note_id, []).append(chunk)
         found = [self._hit(note, group) for note, group in by_note.items()]
-        cuts = spec.seed_passage and spec.mode is not Mode.VECTOR
-        passages = self.passages(question, found, spec.seed_passage, spec.passage_sessions) if cuts else None
+        cutting = spec.seed_passage and spec.mode is not Mode.VECTOR
+        passages = self.passages(question, found, spec.seed_passage, spec.passage_sessions) if cutting else None
         if passages is None:
             return found
-        cut = [(h, passages.cut(h.text, h.tokens, h.title) if _cuts(passages, h.concept) else (h.text, h.tokens))
+        cut = [(h, passages.cut(h.text, h.tokens, h.title) if cuts(passages, h.concept) else (h.text, h.tokens))
                for h in found]  # fmt: skip
         return [replace(h, text=text, tokens=size) for h, (text, size) in cut]
 
@@ -544,7 +544,7 @@ class Retriever:
         names = [h.title for h in first if h.concept is not None and h.concept.session_key is None]
         chunks = self.lexical.chunks
         terms = {w for text in (question, *names) for w in words(text)}
-        idf = {w: bm25_idf(chunks.num_docs, chunks.df(w)) for w in terms}
+        idf = {w: chunks.idf(w) for w in terms}
         return Passages(size, Focus.of(question, names, idf), sessions_only)
 
     def hop_part(self, note: str, qvec: np.ndarray, passages: Passages | None = None) -> tuple[int, str, int] | None:
@@ -556,7 +556,7 @@ class Retriever:
         row = best[0]
         text, size = self.table.texts[row], int(self.table.tokens[row])
         concept = self.graph.concepts.get(note)
-        if passages is not None and _cuts(passages, concept):
+        if passages is not None and cuts(passages, concept):
             text, size = passages.cut(text, size, concept.title if concept else "")
         return row, text, size
 
@@ -661,7 +661,7 @@ class Offers:
         return self.edges - self.linked
 
 
-def _cuts(passages: Passages, concept: Concept | None) -> bool:
+def cuts(passages: Passages, concept: Concept | None) -> bool:
     """Whether ``passages`` cut a note's text: every note's, or with ``sessions_only`` a session note's."""
     return not passages.sessions_only or (concept is not None and concept.session_key is not None)
 

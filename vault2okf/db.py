@@ -150,7 +150,19 @@ def migrate(con: duckdb.DuckDBPyConnection) -> None:
             con.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(version)])
 
 
-class DatabaseWriter:
+class _Database:
+    """What ``DatabaseWriter`` and ``DatabasePatcher`` share: the connection, opened on the first rows."""
+
+    con: duckdb.DuckDBPyConnection | None
+
+    def abort(self) -> None:
+        """Close the connection, the file unfinished (the caller removes it)."""
+        if self.con is not None:
+            self.con.close()
+            self.con = None
+
+
+class DatabaseWriter(_Database):
     """``okf.duckdb`` written a batch of rows at a time (so a big vault's rows are never all in memory): the
     concepts by vault path, then each note's links in the order they were written (docs/ARCHITECTURE.md,
     "okf.duckdb schema"). With ``old``, the rows of the notes ``carried`` (vault paths) are copied from that
@@ -236,19 +248,13 @@ class DatabaseWriter:
         finally:
             self.abort()
 
-    def abort(self) -> None:
-        """Close the connection, the file unfinished (the caller removes it)."""
-        if self.con is not None:
-            self.con.close()
-            self.con = None
-
 
 # concepts columns a patch never sets: the key, and the lists (DuckDB updates a list column by deleting the row
 # and inserting it again, at the end of the table): ``Run`` patches only notes whose tags and aliases are the same
 _KEPT_COLUMNS = frozenset({"id", "tags", "aliases"})
 
 
-class DatabasePatcher:
+class DatabasePatcher(_Database):
     """``okf.duckdb`` for a convert that made again the docs of a few notes of the same vault (the same notes, in
     the same order, each made one with as many links as before): the old file copied, the made notes' concepts
     and links rows updated in place (an update keeps a row where it was, so every table reads in the order a
@@ -317,11 +323,6 @@ class DatabasePatcher:
             con.execute("CHECKPOINT")
         finally:
             self.abort()
-
-    def abort(self) -> None:
-        if self.con is not None:
-            self.con.close()
-            self.con = None
 
 
 def _quoted(text: str) -> str:

@@ -20,10 +20,11 @@ from retriever.encoder import OnnxEmbedder, load_encoder
 from retriever.errors import RetrieverError
 
 # Time per chunk of the BGE-M3-size stand-in over MiniLM's, each through the fp32 graph `index` writes for it
-# (fused at BGE-M3's size, as traced for MiniLM) on thellade chunks in one run (reports/bench-embedder-cost.txt:
-# 6.70 against 0.32 chunks/s, loads 4.8 and 4.6, on groups of chunks of like length): 28x the weights per token,
-# and BGE-M3 reads up to 1,024 tokens where MiniLM stops at 256.
-BGE_M3_PER_MINILM = 21.0
+# (fused at BGE-M3's size, as traced for MiniLM) on thellade chunks in one run on a quiet machine
+# (reports/bench-embedder-cost.txt: 23.75 against 0.75 chunks/s, load 1.7-1.8, on groups of chunks of like length):
+# 28x the weights per token, and BGE-M3 reads up to 1,024 tokens where MiniLM stops at 256. On a busy machine (load
+# 4-5) the ratio measured 21 (6.70 against 0.32): a first index is mostly run on a machine doing little else.
+BGE_M3_PER_MINILM = 32.0
 SAMPLE = 24
 
 

@@ -127,22 +127,25 @@ def root_index(title: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def check_output(vault: Path, out: Path, *, force: bool = False) -> None:
+def check_output(vault: Path, out: Path, *, force: bool = False, listing: Listing | None = None) -> None:
     """Refuse, at once, an output inside the vault, a vault inside the output, a folder that is not a bundle and
     a bundle another run is using. Files vault2okf did not write are looked for under the lock
     (``prepare_output``): listing a big bundle twice would cost a convert with nothing to do a fifth of its time."""
     _check_paths(vault, out)
     with bundle_lock(out, "converting"):  # fail before the work, not after it, when another run holds it
         pass
-    _check_bundle(out, force, scan=False)
+    _check_bundle(out, force, scan=False, listing=listing)
 
 
-def prepare_output(vault: Path, out: Path, *, force: bool = False, busy: Path | None = None) -> None:
+def prepare_output(
+    vault: Path, out: Path, *, force: bool = False, busy: Path | None = None, listing: Listing | None = None
+) -> None:
     """Under the bundle lock: finish what a killed run left beside ``out``, then check ``out`` again. ``busy``:
-    a retired generation this process is deleting on a thread (not a leftover)."""
+    a retired generation this process is deleting on a thread (not a leftover). ``listing``: the bundle's
+    folders as this process left them; while they are, no file was added, so the bundle is not listed."""
     recover(out, busy)
     _check_paths(vault, out)
-    _check_bundle(out, force)
+    _check_bundle(out, force, listing=listing)
 
 
 def _check_paths(vault: Path, out: Path) -> None:
@@ -157,7 +160,9 @@ def _check_paths(vault: Path, out: Path) -> None:
         raise Vault2OkfError(f"the vault {vault} is inside the output {out}; choose another output folder")
 
 
-def _check_bundle(out: Path, force: bool, *, scan: bool = True) -> None:
+def _check_bundle(out: Path, force: bool, *, scan: bool = True, listing: Listing | None = None) -> None:
+    if listing is not None and listing.holds(out):  # the bundle as this process sealed it, marker and all
+        return
     if not out.exists() and not out.is_symlink():
         return
     if not out.is_dir():
@@ -204,14 +209,87 @@ def foreign_files(bundle: Path, marker: Mapping[str, Any]) -> list[str]:
     return [f for f in found if f not in wrote]
 
 
-def seal(stage: Path) -> None:
+def seal(stage: Path) -> list[str]:
     """Record in the marker every file of the new bundle, so that the next convert can tell the files it
     wrote from files a user added (``foreign_files``). A list of paths, so that the same vault still gives
-    byte-identical bundles."""
+    byte-identical bundles. Returns it."""
     marker_path = stage / MARKER
     marker = json.loads(marker_path.read_text("utf-8"))
-    marker["files"] = tree_files(stage)
+    marker["files"] = files = tree_files(stage)
     marker_path.write_text(json.dumps(marker, ensure_ascii=False) + "\n", encoding="utf-8")
+    return files
+
+
+# a folder changed this close to its listing may change again with the same mtime: file systems that keep
+# nanoseconds stamp a change to the kernel's tick (4 ms at most here); those that keep seconds, to the second
+RACY_NS, RACY_COARSE_NS = 100_000_000, 2_000_000_000
+
+
+@dataclass(frozen=True)
+class Listing:
+    """The folders of a bundle as a convert left it (its marker listing every file, ``seal``): each folder's
+    mtime and inode, and the marker's signature. A file added, removed or renamed in a folder changes the
+    folder's mtime; while every folder and the marker are as recorded, the bundle holds the files the marker
+    lists and nothing else, and ``foreign_files`` need not list it. A folder changed within ``RACY_NS`` of the
+    recording (a timestamp may not tell two changes that close apart) is listed again, alone, each time."""
+
+    folders: dict[str, tuple[int, int]]  # folder ("" the bundle) -> (mtime_ns, inode)
+    racy: dict[str, frozenset[str]]  # folder -> the names it holds, for the folders changed close to the recording
+    marker: tuple[int, ...]  # (size, mtime_ns, inode) of the marker
+
+    def holds(self, out: Path) -> bool:
+        """Is the bundle at ``out`` still the one recorded: no folder's names changed, the marker the same?"""
+        root = str(out)
+        for folder, sig in self.folders.items():
+            try:
+                info = os.lstat(os.path.join(root, folder) if folder else root)
+            except OSError:
+                return False
+            if (info.st_mtime_ns, info.st_ino) != sig:
+                return False
+        if _file_sig(os.path.join(root, MARKER)) != self.marker:
+            return False
+        return all(_names(os.path.join(root, f) if f else root) == names for f, names in self.racy.items())
+
+
+def listing(out: Path, files: list[str]) -> Listing | None:
+    """The ``Listing`` of the bundle at ``out`` whose marker lists ``files`` (``seal``); None where a folder is
+    missing (it is not the bundle sealed)."""
+    names: dict[str, set[str]] = defaultdict(set)
+    for rel in files:
+        folder, name = posixpath.split(rel)
+        names[folder].add(name)
+        while folder:
+            folder, name = posixpath.split(folder)
+            names[folder].add(name)
+    names[""].add(STATE)
+    now = time.time_ns()
+    folders = {}
+    for folder in names:
+        try:
+            info = os.lstat(os.path.join(out, folder) if folder else out)
+        except OSError:
+            return None
+        folders[folder] = (info.st_mtime_ns, info.st_ino)
+    fine = any(mtime % 1_000_000_000 for mtime, _ in folders.values())  # else the file system keeps seconds
+    since = now - (RACY_NS if fine else RACY_COARSE_NS)
+    racy = {f: frozenset(names[f]) for f, (mtime, _) in folders.items() if mtime >= since}
+    return Listing(folders, racy, _file_sig(out / MARKER))
+
+
+def _names(folder: str) -> frozenset[str] | None:
+    try:
+        return frozenset(os.listdir(folder))
+    except OSError:
+        return None
+
+
+def _file_sig(path: str | Path) -> tuple[int, ...]:
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return ()
+    return (info.st_size, info.st_mtime_ns, info.st_ino)
 
 
 def tree_files(root: Path) -> list[str]:

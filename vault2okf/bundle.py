@@ -257,10 +257,12 @@ def listing(out: Path, files: list[str]) -> Listing | None:
     missing (it is not the bundle sealed)."""
     names: dict[str, set[str]] = defaultdict(set)
     for rel in files:
-        folder, name = posixpath.split(rel)
+        folder, _, name = rel.rpartition("/")
+        known = folder in names
         names[folder].add(name)
-        while folder:
-            folder, name = posixpath.split(folder)
+        while folder and not known:  # a folder seen the first time: its parents learn its name
+            folder, _, name = folder.rpartition("/")
+            known = folder in names
             names[folder].add(name)
     names[""].add(STATE)
     now = time.time_ns()

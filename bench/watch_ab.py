@@ -55,7 +55,7 @@ def child(vault: Path, out: Path, edits: int, seed: int) -> None:
     t = time.perf_counter()
     w.start()
     print(json.dumps({"start": time.perf_counter() - t, "load": load()}), flush=True)
-    notes = sorted(vault.rglob("*.md"))
+    notes = [n for n in sorted(vault.rglob("*.md")) if not any(p.startswith(".") for p in n.relative_to(vault).parts)]
     for i in range(edits):
         t = time.perf_counter()
         w.kept.settle()

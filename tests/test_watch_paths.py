@@ -143,13 +143,15 @@ def _watcher(vault: Path, out: Path) -> tuple[Watcher, list[str]]:
     return w, lines
 
 
-def test_watch_told_the_paths_gives_the_full_convert(tmp_path: Path) -> None:
+def test_watch_told_the_paths_gives_the_full_convert(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The random edits of test_incremental_edits, each rebuilt with the paths its events name: every walk a
-    patch, every bundle the full convert's."""
+    patch, every bundle the full convert's, each generation built in the one before the last (``bundle.Spare``)
+    from the second rebuild on, holding every file but those the edits touched."""
     rng = random.Random(3807)
     vault, out = tmp_path / "vault", tmp_path / "inc"
     _build(vault, rng)
     w, lines = _watcher(vault, out)
+    taken = spy_recycle(monkeypatch)
     for step, kind in enumerate(rng.sample(WATCH_KINDS, len(WATCH_KINDS))):
         before = snapshot(vault)
         _edit(vault, rng, kind, step)
@@ -159,6 +161,57 @@ def test_watch_told_the_paths_gives_the_full_convert(tmp_path: Path) -> None:
         w.kept.settle()
         _full_equal(vault, out, tmp_path, step)
     assert not w.check_walk() and w.rebuilds == len(WATCH_KINDS)  # nothing missed: no rebuild
+    assert taken[0] == 0 and all(n > 0 for n in taken[1:]), taken  # the start made the bundle: nothing to keep
+    assert sorted(taken)[len(taken) // 2] > len(b.tree_files(out)) // 2, taken  # most of it, as a rule
+    spare = w.kept.spare
+    assert spare is not None and spare.path.is_dir()
+    w.kept.close()
+    assert not spare.path.exists() and not list(tmp_path.glob(".inc.tmp*"))
+
+
+def spy_recycle(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many files each recycled stage held (0: a new stage)."""
+    taken: list[int] = []
+    recycle = b.recycle
+
+    def counting(out: Path, spare: b.Spare | None) -> tuple[Path, set[str]]:
+        stage, present = recycle(out, spare)
+        taken.append(len(present))
+        return stage, present
+
+    monkeypatch.setattr(b, "recycle", counting)
+    return taken
+
+
+def test_a_kept_generation_touched_or_left_by_a_killed_watcher_is_never_built_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file dropped into the generation kept aside: it is not as sealed, so the next stage is a new one; a
+    watcher gone without closing leaves it for the next run, which deletes it (``recover``), as any leftover."""
+    rng = random.Random(3811)
+    vault, out = tmp_path / "vault", tmp_path / "inc"
+    _build(vault, rng)
+    w, lines = _watcher(vault, out)
+    taken = spy_recycle(monkeypatch)
+    note = sorted((vault / "People").glob("*.md"))[0]
+    for step in range(3):
+        note.write_text(note.read_text("utf-8") + f"Step {step}.\n", "utf-8")
+        assert w.rebuild(1, [str(note.resolve())]), lines[-1]
+    assert w.kept.spare is not None and taken[-1] > 0
+    (w.kept.spare.path / "concepts" / "People" / "stray.md").write_text("x", "utf-8")
+    note.write_text(note.read_text("utf-8") + "Again.\n", "utf-8")
+    assert w.rebuild(1, [str(note.resolve())]), lines[-1]
+    assert taken[-1] == 0  # not recycled: a new stage
+    w.kept.settle()
+    _full_equal(vault, out, tmp_path, 0)
+    assert w.kept.spare is not None and w.kept.spare.path.is_dir()
+    convert(vault, out)  # another run, as after a killed watcher: the kept generation is a leftover
+    assert not w.kept.spare.path.exists()
+    note.write_text(note.read_text("utf-8") + "Once more.\n", "utf-8")
+    assert w.rebuild(1, [str(note.resolve())]), lines[-1]
+    assert taken[-1] == 0
+    w.kept.settle()
+    _full_equal(vault, out, tmp_path, 1)
 
 
 def test_a_change_no_event_named_is_found_once_the_watcher_is_idle(tmp_path: Path) -> None:

@@ -2,8 +2,9 @@
 
 Beside the bundle ``PARENT/NAME`` convert uses three kinds of siblings (docs/adr-002-bundle-swap.md):
 ``.NAME.lock`` (the bundle lock, shared with `vault2okf index`), ``.NAME.tmp-PID`` (the new bundle being
-built, then the old one being removed; ``.NAME.tmp-PID-NS``: an old generation renamed aside for a thread or a
-child process to delete) and, only where the kernel cannot exchange two folders,
+built, then the old one being removed, or a watcher's old one kept to build the next in: ``Spare``;
+``.NAME.tmp-PID-NS``: an old generation renamed aside for a thread or a child process to delete) and, only where
+the kernel cannot exchange two folders,
 ``.NAME.old-PID``. Leftovers of a killed run are cleaned up, and the index they hold restored, at the next run.
 """
 
@@ -138,11 +139,12 @@ def check_output(vault: Path, out: Path, *, force: bool = False, listing: Listin
 
 
 def prepare_output(
-    vault: Path, out: Path, *, force: bool = False, busy: Path | None = None, listing: Listing | None = None
+    vault: Path, out: Path, *, force: bool = False, busy: Iterable[Path] = (), listing: Listing | None = None
 ) -> None:
     """Under the bundle lock: finish what a killed run left beside ``out``, then check ``out`` again. ``busy``:
-    a retired generation this process is deleting on a thread (not a leftover). ``listing``: the bundle's
-    folders as this process left them; while they are, no file was added, so the bundle is not listed."""
+    the old generations this process deletes on a thread or keeps to build the next one in (not leftovers).
+    ``listing``: the bundle's folders as this process left them; while they are, no file was added, so the
+    bundle is not listed."""
     recover(out, busy)
     _check_paths(vault, out)
     _check_bundle(out, force, listing=listing)
@@ -323,11 +325,17 @@ def write_tree(
     carried: Mapping[str, str] = {},
     *,
     folders: bool = True,
+    present: set[str] | None = None,
 ) -> set[str]:
     """Write ``files`` (path -> content), copy ``copies`` (path -> a vault file) and hard-link ``carried``
     (path -> the same file in the old bundle, unchanged; copied where the file system has no hard links).
-    ``folders=False``: the caller made the folders already (``make_folders``). Returns the carried paths that
-    were copied: every other carried file is the old one (same inode, size and mtime)."""
+    ``folders=False``: the caller made the folders already (``make_folders``). ``present``: the files a recycled
+    stage holds (``Spare``), each the very file of the bundle in place at its path: a carried one is left, any
+    other is unlinked before it is written (never written through: the bundle in place holds it). Returns the
+    carried paths that were copied: every other carried file is the old one (same inode, size and mtime)."""
+    if present:
+        clear(stage, (*files, *copies), present)
+        carried = {rel: old for rel, old in carried.items() if not _taken(rel, present)}
     if folders:
         make_folders(stage, (*files, *copies, *carried))
     with ThreadPoolExecutor(max_workers=8) as pool:  # file creation is I/O bound; threads overlap it
@@ -342,6 +350,23 @@ def write_tree(
             shutil.copy2(old, os.path.join(root, rel))
             copied.add(rel)
     return copied
+
+
+def _taken(rel: str, present: set[str]) -> bool:
+    """A carried file the recycled stage holds already (the very file of the bundle in place): taken as it is."""
+    if rel in present:
+        present.discard(rel)
+        return True
+    return False
+
+
+def clear(stage: Path, paths: Iterable[str], present: set[str]) -> None:
+    """Unlink the files of a recycled stage at ``paths`` (those it holds) before they are written anew: each is a
+    hard link to the bundle in place, which writing into it would change."""
+    for rel in paths:
+        if rel in present:
+            present.discard(rel)
+            os.unlink(os.path.join(stage, rel))
 
 
 def make_folders(stage: Path, paths: Iterable[str]) -> None:
@@ -421,13 +446,14 @@ def adopt_state(old: Path, new: Path) -> None:
             os.rename(entry, target / entry.name)
 
 
-def recover(out: Path, busy: Path | None = None) -> list[Path]:
+def recover(out: Path, busy: Iterable[Path] = ()) -> list[Path]:
     """Finish what a killed convert left beside ``out`` (call under the bundle lock): put back a bundle that
     was moved aside, move the index out of a leftover into ``out``, then delete the leftovers.
 
     Returns the leftovers it found. While ``out`` is not a bundle, a leftover holding an index is kept.
     """
-    leftovers = [p for p in _leftovers(out) if p != busy]
+    kept = set(busy)
+    leftovers = [p for p in _leftovers(out) if p not in kept]
     if not out.exists() and not out.is_symlink():
         moved = [p for p in leftovers if p.name.startswith(f".{out.name}.old-") and read_marker(p) is not None]
         if moved:
@@ -486,6 +512,72 @@ def remove_detached(old: Path) -> None:
 def _holds_state(path: Path) -> bool:
     state = path / STATE
     return state.is_dir() and any(e.name != posixpath.basename(MARKER) for e in state.iterdir())
+
+
+@dataclass
+class Spare:
+    """The generation a watcher's swap took out of place (at the staging folder's name), kept to build the next one
+    in rather than deleted (thousands of unlinks and rmdirs) while the next is built anew (as many mkdirs and
+    links). ``listing`` (recorded while it was the bundle) says it is as sealed: its files the ones ``files``
+    lists, nothing added, removed or renamed; ``shared``: those that are the very files (hard links) of the
+    bundle in place now. The next stage is it, every other file unlinked (``recycle``): the files the next
+    convert carries from the bundle in place are there already, it writes the rest (``write_tree``'s
+    ``present``), and what it does not claim goes (``finish``). A stage is never read by anyone but its builder,
+    so a crash at any moment leaves the bundle in place whole; the stage is a leftover the next run deletes."""
+
+    path: Path
+    listing: Listing
+    files: list[str]
+    shared: frozenset[str]
+
+
+def recycle(out: Path, spare: Spare | None) -> tuple[Path, set[str]]:
+    """The staging folder for the next generation: ``spare`` emptied of all but the files it shares with the
+    bundle in place, where it is still as sealed; else a new empty folder (``staging_dir``). With the files it
+    holds (``present``: the next convert takes or replaces them)."""
+    stage = _sibling(out, "tmp")
+    if spare is None or spare.path != stage or not spare.listing.holds(stage):
+        return staging_dir(out), set()
+    try:
+        shutil.rmtree(stage / STATE)  # the state's files are never taken: the convert cache's base is linked anew
+        emptied = set()
+        for rel in spare.files:
+            if rel not in spare.shared:
+                os.unlink(os.path.join(stage, rel))
+                emptied.add(posixpath.dirname(rel))
+        _prune(stage, emptied)
+    except OSError:  # changed under us after all: a new stage
+        return staging_dir(out), set()
+    return stage, set(spare.shared) & set(spare.files)
+
+
+def finish(stage: Path, present: set[str]) -> None:
+    """A recycled stage's files the new generation did not claim (their notes gone) unlinked, and the folders
+    that left empty removed, so it holds what a new stage would."""
+    for rel in present:
+        os.unlink(os.path.join(stage, rel))
+    _prune(stage, {posixpath.dirname(rel) for rel in present})
+    present.clear()
+
+
+def _prune(stage: Path, folders: Iterable[str]) -> None:
+    """Remove the folders among ``folders`` (and their parents) that are empty, deepest first."""
+    todo = set()
+    for folder in folders:
+        while folder:
+            todo.add(folder)
+            folder = posixpath.dirname(folder)
+    for folder in sorted(todo, key=lambda f: (-f.count("/"), f)):
+        try:
+            os.rmdir(os.path.join(stage, folder))
+        except OSError as error:
+            if error.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT):
+                raise
+
+
+def stage_path(out: Path) -> Path:
+    """Where the next generation of ``out`` is built (``staging_dir``, ``recycle``)."""
+    return _sibling(out, "tmp")
 
 
 def staging_dir(out: Path) -> Path:

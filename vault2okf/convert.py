@@ -86,6 +86,8 @@ class Kept:
     changed: set[str] | None = None  # the paths file events named since that walk (None: not known)
     patched: bool = False  # the last walk was the one before it patched (``walk``)
     listing: b.Listing | None = field(default=None, repr=False)  # the bundle's folders as this process left them
+    files: list[str] = field(default_factory=list, repr=False)  # the files its marker lists
+    spare: b.Spare | None = field(default=None, repr=False)  # the old generation, kept to build the next one in
 
     def last(self, out: Path, key: str) -> ConvertCache | None:
         self.used = self.cache is not None and key == self.key and output_sig(cache_path(out)) == self.sig
@@ -129,10 +131,32 @@ class Kept:
         )
         self.removing.start()
 
+    def put_aside(
+        self, old: Path, stage: Path, last: tuple[b.Listing | None, list[str]], shared: frozenset[str]
+    ) -> None:
+        """The old generation the swap left at ``stage``: kept to build the next one in (``bundle.Spare``) where
+        this process sealed it (``last``: its listing and files), else deleted on a thread (``remove_later``)."""
+        listing, files = last
+        if listing is None or old != stage:
+            self.remove_later(old)
+        else:
+            self.spare = b.Spare(old, listing, files, shared)
+
+    def busy(self) -> tuple[Path, ...]:
+        """The old generations this process deletes or keeps beside the bundle: no leftovers of a killed run."""
+        return tuple(p for p in (self.retired, self.spare.path if self.spare else None) if p is not None)
+
     def settle(self) -> None:
         if self.removing is not None:
             self.removing.join()
             self.removing = self.retired = None
+
+    def close(self) -> None:
+        """Nothing left beside the bundle: the old generation being deleted waited for, the one kept deleted."""
+        self.settle()
+        if self.spare is not None:
+            shutil.rmtree(self.spare.path, ignore_errors=True)
+            self.spare = None
 
 
 def convert(
@@ -201,7 +225,7 @@ def _convert(
     config = replace(config, base=vault_base([f.path for f in walk.notes]))
     clock.lap("walk")
     with b.bundle_lock(out, "converting"):  # one convert or index of a bundle at a time
-        busy, listing = (kept.retired, kept.listing) if kept is not None else (None, None)
+        busy, listing = (kept.busy(), kept.listing) if kept is not None else ((), None)
         b.prepare_output(vault, out, force=force, busy=busy, listing=listing)
         key = cache_key(vault, vault.name, config)
         old, unchanged, notices = _previous(out, key, walk, kept, fresh=full or force)
@@ -219,9 +243,13 @@ def _convert(
                 stages=clock.laps, unchanged=True, known_totals=old.summary["totals"], made=(),
             )  # fmt: skip
         run = Run(vault, out, walk, config, old, clock)
-        stage = b.staging_dir(out)
+        stage, spare = b.stage_path(out), kept.spare if kept is not None else None
+        if kept is not None:
+            kept.spare = None  # the stage now, whatever happens
         try:
-            new_cache = run.write(stage, key, started)
+            stage, present = b.recycle(out, spare) if kept is not None else (b.staging_dir(out), set())
+            new_cache = run.write(stage, key, started, present)
+            b.finish(stage, present)
             files = b.seal(stage)
             new_cache.files[b.MARKER] = output_sig(stage / b.MARKER)
             save_cache(stage, new_cache, out)
@@ -231,10 +259,11 @@ def _convert(
         waits = kept is None and removal is Removal.WAIT
         old_generation = b.swap_into_place(stage, out, remove=waits)  # `out` never missing; a kill in it is
         if kept is not None:  # finished by the next run
+            last = (kept.listing, kept.files)
             kept.keep(out, key, new_cache)
-            kept.listing = b.listing(out, files)
+            kept.listing, kept.files = b.listing(out, files), files
             if old_generation is not None:
-                kept.remove_later(old_generation)
+                kept.put_aside(old_generation, stage, last, run.linked)
         elif old_generation is not None:
             b.remove_detached(old_generation)
     clock.lap("swap")

@@ -240,7 +240,7 @@ class Watcher:
         finally:
             self.stop.set()
             thread.join(timeout=5)
-            self.kept.settle()  # the last old generation deleted before the watch ends
+            self.kept.close()  # the old generations deleted before the watch ends
 
     def _events(
         self, exclude: tuple[str, ...], batches: queue.Queue[Batch], ready: threading.Event, failed: list[BaseException]

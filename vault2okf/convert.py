@@ -259,11 +259,11 @@ def _convert(
         waits = kept is None and removal is Removal.WAIT
         old_generation = b.swap_into_place(stage, out, remove=waits)  # `out` never missing; a kill in it is
         if kept is not None:  # finished by the next run
-            last = (kept.listing, kept.files)
+            sealed = (kept.listing, kept.files)  # the old generation's, sealed by this process
             kept.keep(out, key, new_cache)
             kept.listing, kept.files = b.listing(out, files), files
             if old_generation is not None:
-                kept.put_aside(old_generation, stage, last, run.linked)
+                kept.put_aside(old_generation, stage, sealed, run.linked)
         elif old_generation is not None:
             b.remove_detached(old_generation)
     clock.lap("swap")

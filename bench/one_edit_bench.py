@@ -11,8 +11,9 @@ how many docs were rewritten; then one text edit as a whole command (a fresh pro
 doing the floor's work.
 
 Then the same vault under ``watch`` (``vault2okf.watch.Watcher``, its state kept in memory between edits): one
-saved edit of each kind, to the bundle (the convert, swap included) and to the rebuild's line, edits a moment
-apart (the last generation's removal, done on a thread meanwhile, is waited for first, and timed apart). To the
+saved edit of each kind (the rebuild told the path its file event names, as under ``watch``), to the bundle (the
+convert, swap included) and to the rebuild's line, edits a moment apart (the last generation's removal, done on a
+thread meanwhile, is waited for first, and timed apart). To the
 MiniLM index on a smaller scale vault (``--index-scale``, indexed first: an index of the big one takes hours on
 two cores). ``--memory EDITS``: a small vault's watcher after that many saved edits, its resident memory at
 checkpoints (edits alternate two versions of one note, so the vault itself does not grow).
@@ -85,10 +86,11 @@ def watched(vault: Path, out: Path, kinds: list[str], indexer: object = None) ->
         t = time.perf_counter()
         w.kept.settle()  # the last generation's removal, on a thread since the last rebuild
         settle = time.perf_counter() - t
-        edit(notes[(i + 2) * len(notes) // (len(kinds) + 3)], kind, 100 + i)
+        note = notes[(i + 2) * len(notes) // (len(kinds) + 3)]
+        edit(note, kind, 100 + i)
         f = floor(vault)
         cpu, t = time.process_time(), time.perf_counter()
-        w.rebuild(1)
+        w.rebuild(1, [str(note.resolve())])  # the path its file event names
         wall, cpu = time.perf_counter() - t, time.process_time() - cpu
         bundle, index = seconds_in(lines[-1], "convert"), seconds_in(lines[-1], "index")
         walls.append(wall), bundles.append(bundle), cpus.append(cpu)

@@ -2,8 +2,9 @@
 
 Beside the bundle ``PARENT/NAME`` convert uses three kinds of siblings (docs/adr-002-bundle-swap.md):
 ``.NAME.lock`` (the bundle lock, shared with `vault2okf index`), ``.NAME.tmp-PID`` (the new bundle being
-built, then the old one being removed; ``.NAME.tmp-PID-NS``: an old generation renamed aside for a thread or a
-child process to delete) and, only where the kernel cannot exchange two folders,
+built, then the old one being removed, or a watcher's old one kept to build the next in: ``Spare``;
+``.NAME.tmp-PID-NS``: an old generation renamed aside for a thread or a child process to delete) and, only where
+the kernel cannot exchange two folders,
 ``.NAME.old-PID``. Leftovers of a killed run are cleaned up, and the index they hold restored, at the next run.
 """
 
@@ -127,22 +128,26 @@ def root_index(title: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def check_output(vault: Path, out: Path, *, force: bool = False) -> None:
+def check_output(vault: Path, out: Path, *, force: bool = False, listing: Listing | None = None) -> None:
     """Refuse, at once, an output inside the vault, a vault inside the output, a folder that is not a bundle and
     a bundle another run is using. Files vault2okf did not write are looked for under the lock
     (``prepare_output``): listing a big bundle twice would cost a convert with nothing to do a fifth of its time."""
     _check_paths(vault, out)
     with bundle_lock(out, "converting"):  # fail before the work, not after it, when another run holds it
         pass
-    _check_bundle(out, force, scan=False)
+    _check_bundle(out, force, scan=False, listing=listing)
 
 
-def prepare_output(vault: Path, out: Path, *, force: bool = False, busy: Path | None = None) -> None:
+def prepare_output(
+    vault: Path, out: Path, *, force: bool = False, busy: Iterable[Path] = (), listing: Listing | None = None
+) -> None:
     """Under the bundle lock: finish what a killed run left beside ``out``, then check ``out`` again. ``busy``:
-    a retired generation this process is deleting on a thread (not a leftover)."""
+    the old generations this process deletes on a thread or keeps to build the next one in (not leftovers).
+    ``listing``: the bundle's folders as this process left them; while they are, no file was added, so the
+    bundle is not listed."""
     recover(out, busy)
     _check_paths(vault, out)
-    _check_bundle(out, force)
+    _check_bundle(out, force, listing=listing)
 
 
 def _check_paths(vault: Path, out: Path) -> None:
@@ -157,7 +162,9 @@ def _check_paths(vault: Path, out: Path) -> None:
         raise Vault2OkfError(f"the vault {vault} is inside the output {out}; choose another output folder")
 
 
-def _check_bundle(out: Path, force: bool, *, scan: bool = True) -> None:
+def _check_bundle(out: Path, force: bool, *, scan: bool = True, listing: Listing | None = None) -> None:
+    if listing is not None and listing.holds(out):  # the bundle as this process sealed it, marker and all
+        return
     if not out.exists() and not out.is_symlink():
         return
     if not out.is_dir():
@@ -204,14 +211,89 @@ def foreign_files(bundle: Path, marker: Mapping[str, Any]) -> list[str]:
     return [f for f in found if f not in wrote]
 
 
-def seal(stage: Path) -> None:
+def seal(stage: Path) -> list[str]:
     """Record in the marker every file of the new bundle, so that the next convert can tell the files it
     wrote from files a user added (``foreign_files``). A list of paths, so that the same vault still gives
-    byte-identical bundles."""
+    byte-identical bundles. Returns it."""
     marker_path = stage / MARKER
     marker = json.loads(marker_path.read_text("utf-8"))
-    marker["files"] = tree_files(stage)
+    marker["files"] = files = tree_files(stage)
     marker_path.write_text(json.dumps(marker, ensure_ascii=False) + "\n", encoding="utf-8")
+    return files
+
+
+# a folder changed this close to its listing may change again with the same mtime: file systems that keep
+# nanoseconds stamp a change to the kernel's tick (4 ms at most here); those that keep seconds, to the second
+RACY_NS, RACY_COARSE_NS = 100_000_000, 2_000_000_000
+
+
+@dataclass(frozen=True)
+class Listing:
+    """The folders of a bundle as a convert left it (its marker listing every file, ``seal``): each folder's
+    mtime and inode, and the marker's signature. A file added, removed or renamed in a folder changes the
+    folder's mtime; while every folder and the marker are as recorded, the bundle holds the files the marker
+    lists and nothing else, and ``foreign_files`` need not list it. A folder changed within ``RACY_NS`` of the
+    recording (a timestamp may not tell two changes that close apart) is listed again, alone, each time."""
+
+    folders: dict[str, tuple[int, int]]  # folder ("" the bundle) -> (mtime_ns, inode)
+    racy: dict[str, frozenset[str]]  # folder -> the names it holds, for the folders changed close to the recording
+    marker: tuple[int, ...]  # (size, mtime_ns, inode) of the marker
+
+    def holds(self, out: Path) -> bool:
+        """Is the bundle at ``out`` still the one recorded: no folder's names changed, the marker the same?"""
+        root = str(out)
+        for folder, sig in self.folders.items():
+            try:
+                info = os.lstat(os.path.join(root, folder) if folder else root)
+            except OSError:
+                return False
+            if (info.st_mtime_ns, info.st_ino) != sig:
+                return False
+        if _file_sig(os.path.join(root, MARKER)) != self.marker:
+            return False
+        return all(_names(os.path.join(root, f) if f else root) == names for f, names in self.racy.items())
+
+
+def listing(out: Path, files: list[str]) -> Listing | None:
+    """The ``Listing`` of the bundle at ``out`` whose marker lists ``files`` (``seal``); None where a folder is
+    missing (it is not the bundle sealed)."""
+    names: dict[str, set[str]] = defaultdict(set)
+    for rel in files:
+        folder, _, name = rel.rpartition("/")
+        known = folder in names
+        names[folder].add(name)
+        while folder and not known:  # a folder seen the first time: its parents learn its name
+            folder, _, name = folder.rpartition("/")
+            known = folder in names
+            names[folder].add(name)
+    names[""].add(STATE)
+    now = time.time_ns()
+    folders = {}
+    for folder in names:
+        try:
+            info = os.lstat(os.path.join(out, folder) if folder else out)
+        except OSError:
+            return None
+        folders[folder] = (info.st_mtime_ns, info.st_ino)
+    fine = any(mtime % 1_000_000_000 for mtime, _ in folders.values())  # else the file system keeps seconds
+    since = now - (RACY_NS if fine else RACY_COARSE_NS)
+    racy = {f: frozenset(names[f]) for f, (mtime, _) in folders.items() if mtime >= since}
+    return Listing(folders, racy, _file_sig(out / MARKER))
+
+
+def _names(folder: str) -> frozenset[str] | None:
+    try:
+        return frozenset(os.listdir(folder))
+    except OSError:
+        return None
+
+
+def _file_sig(path: str | Path) -> tuple[int, ...]:
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return ()
+    return (info.st_size, info.st_mtime_ns, info.st_ino)
 
 
 def tree_files(root: Path) -> list[str]:
@@ -243,11 +325,17 @@ def write_tree(
     carried: Mapping[str, str] = {},
     *,
     folders: bool = True,
+    present: set[str] | None = None,
 ) -> set[str]:
     """Write ``files`` (path -> content), copy ``copies`` (path -> a vault file) and hard-link ``carried``
     (path -> the same file in the old bundle, unchanged; copied where the file system has no hard links).
-    ``folders=False``: the caller made the folders already (``make_folders``). Returns the carried paths that
-    were copied: every other carried file is the old one (same inode, size and mtime)."""
+    ``folders=False``: the caller made the folders already (``make_folders``). ``present``: the files a recycled
+    stage holds (``Spare``), each the very file of the bundle in place at its path: a carried one is left, any
+    other is unlinked before it is written (never written through: the bundle in place holds it). Returns the
+    carried paths that were copied: every other carried file is the old one (same inode, size and mtime)."""
+    if present:
+        clear(stage, (*files, *copies), present)
+        carried = {rel: old for rel, old in carried.items() if not _taken(rel, present)}
     if folders:
         make_folders(stage, (*files, *copies, *carried))
     with ThreadPoolExecutor(max_workers=8) as pool:  # file creation is I/O bound; threads overlap it
@@ -262,6 +350,23 @@ def write_tree(
             shutil.copy2(old, os.path.join(root, rel))
             copied.add(rel)
     return copied
+
+
+def _taken(rel: str, present: set[str]) -> bool:
+    """A carried file the recycled stage holds already (the very file of the bundle in place): taken as it is."""
+    if rel in present:
+        present.discard(rel)
+        return True
+    return False
+
+
+def clear(stage: Path, paths: Iterable[str], present: set[str]) -> None:
+    """Unlink the files of a recycled stage at ``paths`` (those it holds) before they are written anew: each is a
+    hard link to the bundle in place, which writing into it would change."""
+    for rel in paths:
+        if rel in present:
+            present.discard(rel)
+            os.unlink(os.path.join(stage, rel))
 
 
 def make_folders(stage: Path, paths: Iterable[str]) -> None:
@@ -341,13 +446,14 @@ def adopt_state(old: Path, new: Path) -> None:
             os.rename(entry, target / entry.name)
 
 
-def recover(out: Path, busy: Path | None = None) -> list[Path]:
+def recover(out: Path, busy: Iterable[Path] = ()) -> list[Path]:
     """Finish what a killed convert left beside ``out`` (call under the bundle lock): put back a bundle that
     was moved aside, move the index out of a leftover into ``out``, then delete the leftovers.
 
     Returns the leftovers it found. While ``out`` is not a bundle, a leftover holding an index is kept.
     """
-    leftovers = [p for p in _leftovers(out) if p != busy]
+    kept = set(busy)
+    leftovers = [p for p in _leftovers(out) if p not in kept]
     if not out.exists() and not out.is_symlink():
         moved = [p for p in leftovers if p.name.startswith(f".{out.name}.old-") and read_marker(p) is not None]
         if moved:
@@ -406,6 +512,72 @@ def remove_detached(old: Path) -> None:
 def _holds_state(path: Path) -> bool:
     state = path / STATE
     return state.is_dir() and any(e.name != posixpath.basename(MARKER) for e in state.iterdir())
+
+
+@dataclass
+class Spare:
+    """The generation a watcher's swap took out of place (at the staging folder's name), kept to build the next one
+    in rather than deleted (thousands of unlinks and rmdirs) while the next is built anew (as many mkdirs and
+    links). ``listing`` (recorded while it was the bundle) says it is as sealed: its files the ones ``files``
+    lists, nothing added, removed or renamed; ``shared``: those that are the very files (hard links) of the
+    bundle in place now. The next stage is it, every other file unlinked (``recycle``): the files the next
+    convert carries from the bundle in place are there already, it writes the rest (``write_tree``'s
+    ``present``), and what it does not claim goes (``finish``). A stage is never read by anyone but its builder,
+    so a crash at any moment leaves the bundle in place whole; the stage is a leftover the next run deletes."""
+
+    path: Path
+    listing: Listing
+    files: list[str]
+    shared: frozenset[str]
+
+
+def recycle(out: Path, spare: Spare | None) -> tuple[Path, set[str]]:
+    """The staging folder for the next generation: ``spare`` emptied of all but the files it shares with the
+    bundle in place, where it is still as sealed; else a new empty folder (``staging_dir``). With the files it
+    holds (``present``: the next convert takes or replaces them)."""
+    stage = _sibling(out, "tmp")
+    if spare is None or spare.path != stage or not spare.listing.holds(stage):
+        return staging_dir(out), set()
+    try:
+        shutil.rmtree(stage / STATE)  # the state's files are never taken: the convert cache's base is linked anew
+        emptied = set()
+        for rel in spare.files:
+            if rel not in spare.shared:
+                os.unlink(os.path.join(stage, rel))
+                emptied.add(posixpath.dirname(rel))
+        _prune(stage, emptied)
+    except OSError:  # changed under us after all: a new stage
+        return staging_dir(out), set()
+    return stage, set(spare.shared) & set(spare.files)
+
+
+def finish(stage: Path, present: set[str]) -> None:
+    """A recycled stage's files the new generation did not claim (their notes gone) unlinked, and the folders
+    that left empty removed, so it holds what a new stage would."""
+    for rel in present:
+        os.unlink(os.path.join(stage, rel))
+    _prune(stage, {posixpath.dirname(rel) for rel in present})
+    present.clear()
+
+
+def _prune(stage: Path, folders: Iterable[str]) -> None:
+    """Remove the folders among ``folders`` (and their parents) that are empty, deepest first."""
+    todo = set()
+    for folder in folders:
+        while folder:
+            todo.add(folder)
+            folder = posixpath.dirname(folder)
+    for folder in sorted(todo, key=lambda f: (-f.count("/"), f)):
+        try:
+            os.rmdir(os.path.join(stage, folder))
+        except OSError as error:
+            if error.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT):
+                raise
+
+
+def stage_path(out: Path) -> Path:
+    """Where the next generation of ``out`` is built (``staging_dir``, ``recycle``)."""
+    return _sibling(out, "tmp")
 
 
 def staging_dir(out: Path) -> Path:

@@ -12,7 +12,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from enum import Enum
@@ -30,7 +30,7 @@ from vault2okf.meta import vault_base
 from vault2okf.protocol.disk import disk_full_message, is_disk_full
 from vault2okf.report import LinkReport
 from vault2okf.run import Clock, Run
-from vault2okf.walk import Walk, walk_vault
+from vault2okf.walk import Walk, Walked, walk_vault
 
 
 class Removal(Enum):
@@ -71,7 +71,9 @@ class Kept:
     (every note's state decoded, and which of them its base file holds), and the signature of the file it saved.
     The next convert takes it instead of reading the file back, while that file is still the one saved (no other
     run wrote the bundle meanwhile) and the key (config, code) is the same; else it reads the bundle's cache as any
-    convert does."""
+    convert does. Also the last walk of the vault, which the next convert patches with the paths the watcher's
+    events named (``walk``), and the bundle's folders as it sealed them (``bundle.Listing``: while they are, no file
+    was added to the bundle, and it is not listed again)."""
 
     key: str = ""
     cache: ConvertCache | None = None
@@ -79,12 +81,41 @@ class Kept:
     used: bool = False  # the last convert started from what was kept (the bundle was as this process left it)
     removing: threading.Thread | None = field(default=None, repr=False)  # the old generation being deleted
     retired: Path | None = None  # where it is
+    walked: Walked | None = field(default=None, repr=False)  # the last walk of the vault, to patch
+    events: bool = False  # the caller says which paths changed before each convert (``note_changes``): a watcher
+    changed: set[str] | None = None  # the paths file events named since that walk (None: not known)
+    patched: bool = False  # the last walk was the one before it patched (``walk``)
+    listing: b.Listing | None = field(default=None, repr=False)  # the bundle's folders as this process left them
+    files: list[str] = field(default_factory=list, repr=False)  # the files its marker lists
+    spare: b.Spare | None = field(default=None, repr=False)  # the old generation, kept to build the next one in
 
     def last(self, out: Path, key: str) -> ConvertCache | None:
         self.used = self.cache is not None and key == self.key and output_sig(cache_path(out)) == self.sig
         if not self.used:
             self.cache = None  # stale: let it go before the bundle's own cache is read
         return self.cache
+
+    def note_changes(self, paths: Iterable[str] | None) -> None:
+        """Paths that changed in the vault (absolute, as file events name them) since the last walk; None: a
+        change not known by its paths (the next walk is a whole one). Only where ``events`` is set does the walk
+        after this one start from no path known to have changed: else each walk is a whole one, unless told."""
+        if paths is None or self.changed is None:
+            self.changed = None
+        else:
+            self.changed.update(paths)
+
+    def walk(self, vault: Path, exclude: tuple[str, ...]) -> Walk:
+        """The vault walked: the last walk patched with the paths that changed since, where it can be
+        (``Walked.patch``), else walked whole."""
+        changed, self.changed = self.changed, (set() if self.events else None)
+        last, self.walked, self.patched = self.walked, None, False
+        if last is not None and changed is not None and (last.root, last.exclude) == (vault, exclude):
+            patched = last.patch(changed)
+            if patched is not None:
+                self.walked, self.patched = last, True
+                return patched
+        self.walked = Walked(vault, exclude)
+        return self.walked.walk
 
     def keep(self, out: Path, key: str, cache: ConvertCache) -> None:
         self.key, self.cache, self.sig = key, cache, output_sig(cache_path(out))
@@ -100,10 +131,32 @@ class Kept:
         )
         self.removing.start()
 
+    def put_aside(
+        self, old: Path, stage: Path, last: tuple[b.Listing | None, list[str]], shared: frozenset[str]
+    ) -> None:
+        """The old generation the swap left at ``stage``: kept to build the next one in (``bundle.Spare``) where
+        this process sealed it (``last``: its listing and files), else deleted on a thread (``remove_later``)."""
+        listing, files = last
+        if listing is None or old != stage:
+            self.remove_later(old)
+        else:
+            self.spare = b.Spare(old, listing, files, shared)
+
+    def busy(self) -> tuple[Path, ...]:
+        """The old generations this process deletes or keeps beside the bundle: no leftovers of a killed run."""
+        return tuple(p for p in (self.retired, self.spare.path if self.spare else None) if p is not None)
+
     def settle(self) -> None:
         if self.removing is not None:
             self.removing.join()
             self.removing = self.retired = None
+
+    def close(self) -> None:
+        """Nothing left beside the bundle: the old generation being deleted waited for, the one kept deleted."""
+        self.settle()
+        if self.spare is not None:
+            shutil.rmtree(self.spare.path, ignore_errors=True)
+            self.spare = None
 
 
 def convert(
@@ -167,12 +220,13 @@ def _convert(
     started = time.time_ns()
     vault, out = vault.resolve(), out.resolve()
     config = load_config(vault, config_path)
-    b.check_output(vault, out, force=force)
-    walk = walk_vault(vault, config.exclude)
+    b.check_output(vault, out, force=force, listing=kept.listing if kept is not None else None)
+    walk = kept.walk(vault, config.exclude) if kept is not None else walk_vault(vault, config.exclude)
     config = replace(config, base=vault_base([f.path for f in walk.notes]))
     clock.lap("walk")
     with b.bundle_lock(out, "converting"):  # one convert or index of a bundle at a time
-        b.prepare_output(vault, out, force=force, busy=kept.retired if kept is not None else None)
+        busy, listing = (kept.busy(), kept.listing) if kept is not None else ((), None)
+        b.prepare_output(vault, out, force=force, busy=busy, listing=listing)
         key = cache_key(vault, vault.name, config)
         old, unchanged, notices = _previous(out, key, walk, kept, fresh=full or force)
         if old is not None and unchanged:
@@ -189,10 +243,14 @@ def _convert(
                 stages=clock.laps, unchanged=True, known_totals=old.summary["totals"], made=(),
             )  # fmt: skip
         run = Run(vault, out, walk, config, old, clock)
-        stage = b.staging_dir(out)
+        stage, spare = b.stage_path(out), kept.spare if kept is not None else None
+        if kept is not None:
+            kept.spare = None  # the stage now, whatever happens
         try:
-            new_cache = run.write(stage, key, started)
-            b.seal(stage)
+            stage, present = b.recycle(out, spare) if kept is not None else (b.staging_dir(out), set())
+            new_cache = run.write(stage, key, started, present)
+            b.finish(stage, present)
+            files = b.seal(stage)
             new_cache.files[b.MARKER] = output_sig(stage / b.MARKER)
             save_cache(stage, new_cache, out)
         except BaseException:
@@ -201,9 +259,11 @@ def _convert(
         waits = kept is None and removal is Removal.WAIT
         old_generation = b.swap_into_place(stage, out, remove=waits)  # `out` never missing; a kill in it is
         if kept is not None:  # finished by the next run
+            sealed = (kept.listing, kept.files)  # the old generation's, sealed by this process
             kept.keep(out, key, new_cache)
+            kept.listing, kept.files = b.listing(out, files), files
             if old_generation is not None:
-                kept.remove_later(old_generation)
+                kept.put_aside(old_generation, stage, sealed, run.linked)
         elif old_generation is not None:
             b.remove_detached(old_generation)
     clock.lap("swap")

@@ -370,6 +370,7 @@ class Run:
         """The doc of every note not carried, written into ``stage`` (spread over workers); its concepts row
         given to ``rows``, a chunk of notes at a time, in the notes' order."""
         todo = [p for p in self.paths if self.works[p].made is None]
+        b.clear(stage, [f"{b.CONCEPTS}/{self.doc_of[p]}" for p in todo], self.present)
         b.make_folders(stage, [f"{b.CONCEPTS}/{self.doc_of[p]}" for p in todo])
         self.stage = str(stage)
         self.writer: b.Writer | None = None
@@ -468,7 +469,10 @@ class Run:
             )
         return self._report
 
-    def write(self, stage: Path, key: str, started: int) -> ConvertCache:
+    def write(self, stage: Path, key: str, started: int, present: set[str] | None = None) -> ConvertCache:
+        """The new generation written into ``stage``; ``present``: the files a recycled stage holds (``b.Spare``),
+        taken where carried, unlinked before anything is written at their paths."""
+        self.present = present if present is not None else set()
         meta = {"vault": self.vault.name, "okf_version": b.OKF_VERSION}
         old_db = self.old_db if self.carried else None
         database: DatabaseWriter | DatabasePatcher
@@ -570,6 +574,7 @@ class Run:
             if self._same_file(rel, content):
                 links_from[rel] = os.path.join(old_root, rel)
             else:
+                b.clear(stage, [rel], self.present)
                 b.write_file(stage / rel, content)
             del content
         written = [*files, *(rel for rel, _, _ in made)]
@@ -588,7 +593,8 @@ class Run:
             else:
                 copies[rel] = a.abs_path
         self.clock.lap("render")
-        self.copied = b.write_tree(stage, files, copies, links_from)
+        self.copied = b.write_tree(stage, files, copies, links_from, present=self.present)
+        self.linked = frozenset(links_from) - self.copied  # the very files of the old bundle
         return [*written, b.MARKER]
 
     def _made_from(self, rel: str, source: str) -> bool:

@@ -12,11 +12,12 @@ import datetime as dt
 import errno
 import fnmatch
 import os
+import posixpath
 import re
 import stat
 import time
 import unicodedata
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -28,6 +29,8 @@ SKIPPED_DIRS = frozenset({".obsidian", ".trash", ".git"})
 MIN_MTIME = dt.datetime(1, 1, 2, tzinfo=dt.UTC).timestamp()  # a day of margin for any local-time conversion
 MAX_MTIME = dt.datetime(9999, 12, 30, tzinfo=dt.UTC).timestamp()
 _EXCLUDED = "excluded by config [walk] exclude"
+_TWIN = "same name as"
+_FOLDER_LINK = "symlink to a folder; folder links are never followed (no loops, no escapes)"
 _FUTURE_SLACK = 86_400  # a clock a day ahead is not worth a report line
 
 
@@ -54,43 +57,143 @@ class Walk:
 
 
 def walk_vault(root: Path, exclude: tuple[str, ...] = ()) -> Walk:
-    if not root.is_dir():
-        raise Vault2OkfError(f"vault not found: {root} is not a folder")
-    root = root.resolve()
-    found: dict[str, VaultFile] = {}
-    skipped: list[tuple[str, str]] = []
-    problems: list[tuple[str, Problem]] = []
-    excluded: list[str] = []
-    now = time.time()
-    for dirpath, raw_dir, filenames in _folders(str(root), exclude, skipped):
-        for name in sorted(filenames, key=_name_order):
-            abs_path = os.path.join(dirpath, name)
-            raw = name if raw_dir == "." else f"{raw_dir}/{name}"
-            path = unicodedata.normalize("NFC", safe_name(raw))
-            reason, info = _skip_file(abs_path, root, name, path, exclude)
-            if not reason and path in found:
-                reason = f"same name as {found[path].abs_path.name!a} after Unicode normalisation (NFC); rename one"
-            if reason or info is None:
-                skipped.append((path, reason))
-                if reason == _EXCLUDED:
-                    excluded.append(path)
+    return Walked(root, exclude).walk
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """What the walk made of one file of a folder it entered: converted (``file``) or skipped (``reason``)."""
+
+    path: str
+    file: VaultFile | None
+    reason: str  # "" for a file converted
+    problems: tuple[Problem, ...]
+    link: bool = False  # a symlink (its target may change with no event on its own path)
+
+
+PATCH_MOST = 512  # changed paths beyond which a patch is not worth it (a sync, a checkout): the whole walk again
+
+
+class Walked:
+    """A walk of the vault, kept so that the next one can be this one patched with the paths that changed
+    (``patch``, a watcher's: it knows them from its file events) rather than made again from the whole disk.
+
+    Each file of a folder the walk entered is kept by its path as the disk spells it, with what the walk made of
+    it; ``walk`` is made from them by the same code either way, so a patched walk is the one a whole walk gives
+    for the same disk. A patch declines (returns None; walk again) where one path's new state could change what
+    the walk says of other paths: a folder that appeared, went or is named, a file in a folder the walk did not
+    enter (hidden, excluded: those are listed from the folder), or a walk holding a symlink (its target changes
+    with no event on the link), two names that are one after Unicode normalisation, or a problem (an mtime in
+    the future stops being one as time passes)."""
+
+    def __init__(self, root: Path, exclude: tuple[str, ...] = ()) -> None:
+        if not root.is_dir():
+            raise Vault2OkfError(f"vault not found: {root} is not a folder")
+        self.root, self.exclude = root.resolve(), exclude
+        self.entries: dict[str, _Entry] = {}  # path as the disk spells it -> what the walk made of it
+        self.found: dict[str, VaultFile] = {}  # vault path -> the file converted under it
+        self.folders: set[str] = set()  # the folders the walk entered, as the disk spells them ("" the vault)
+        self.folder_skips: list[tuple[str, str]] = []  # ("path/", reason) of the folders it did not enter
+        now = time.time()
+        for dirpath, raw_dir, filenames in _folders(str(self.root), exclude, self.folder_skips):
+            self.folders.add("" if raw_dir == "." else raw_dir)
+            for name in sorted(filenames, key=_name_order):
+                raw = name if raw_dir == "." else f"{raw_dir}/{name}"
+                self._add(raw, _entry(os.path.join(dirpath, name), raw, name, self.root, exclude, now, self.found))
+        self.under: list[str] = []  # the files under excluded folders (named only)
+        for folder, reason in self.folder_skips:
+            if reason == _EXCLUDED and folder.endswith("/"):
+                self.under.extend(_names_under(self.root, folder))
+        self.exact = not any(e.link or e.problems or e.reason.startswith(_TWIN) for e in self.entries.values())
+        self.exact &= not any(reason == _FOLDER_LINK for _, reason in self.folder_skips)
+        self.walk = self._made()
+
+    def _add(self, raw: str, entry: _Entry) -> None:
+        self.entries[raw] = entry
+        if entry.file is not None:
+            self.found[entry.path] = entry.file
+
+    def _made(self) -> Walk:
+        files = sorted(self.found.values(), key=_key)
+        entries = self.entries.values()
+        skipped = [(e.path, e.reason) for e in entries if e.reason]
+        problems = sorted(((e.path, p) for e in entries for p in e.problems), key=lambda p: p[0])
+        excluded = [e.path for e in entries if e.reason == _EXCLUDED]
+        return Walk(
+            notes=tuple(f for f in files if _is_note(f.path)),
+            attachments=tuple(f for f in files if not _is_note(f.path)),
+            skipped=tuple(sorted([*skipped, *self.folder_skips])),
+            problems=tuple(problems),
+            excluded=tuple(sorted({*excluded, *self.under})),
+        )
+
+    def patch(self, changed: Iterable[str]) -> Walk | None:
+        """The walk again, only the files at ``changed`` (absolute paths, as file events name them) looked at
+        again; None where that cannot be known so (see the class), and then this object is spent: walk again."""
+        paths = set(changed)
+        if not self.exact or len(paths) > PATCH_MOST:
+            return self._spent()
+        top = str(self.root) + os.sep
+        now = time.time()
+        for abs_path in sorted(paths):
+            if not abs_path.startswith(top):
+                return self._spent()
+            raw = abs_path[len(top) :].replace(os.sep, "/")
+            folder, name = posixpath.split(raw)
+            if folder not in self.folders or raw in self.folders or _named_folder(raw, self.folder_skips):
+                return self._spent()  # a folder, or a file of one the walk did not enter
+            try:
+                info = os.lstat(abs_path)
+            except FileNotFoundError:
+                info = None
+            except OSError:
+                return self._spent()
+            if info is not None and (stat.S_ISDIR(info.st_mode) or stat.S_ISLNK(info.st_mode)):
+                return self._spent()
+            was = self.entries.pop(raw, None)
+            if was is not None and was.file is not None:
+                del self.found[was.path]
+            if info is None:
                 continue
-            if path != raw and safe_name(raw) != raw:
-                message = f"file name {_shown(raw)} is not valid UTF-8; converted as {path}. Rename it"
-                problems.append((path, Problem("name", message)))
-            mtime, problem = check_mtime(info.st_mtime, now)
-            if problem:
-                problems.append((path, problem))
-            sig = (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
-            found[path] = VaultFile(path, abs_path, info.st_size, mtime, sig)
-    files = sorted(found.values(), key=_key)
-    notes = tuple(f for f in files if _is_note(f.path))
-    attachments = tuple(f for f in files if not _is_note(f.path))
-    for folder, reason in skipped:
-        if reason == _EXCLUDED and folder.endswith("/"):
-            excluded.extend(_names_under(root, folder))
-    ordered = tuple(sorted(problems, key=lambda p: p[0]))
-    return Walk(notes, attachments, tuple(sorted(skipped)), ordered, tuple(sorted(set(excluded))))
+            entry = _entry(abs_path, raw, name, self.root, self.exclude, now, self.found)
+            if entry.problems or entry.reason.startswith(_TWIN) or entry.link:
+                return self._spent()
+            self._add(raw, entry)
+        self.walk = self._made()
+        return self.walk
+
+    def _spent(self) -> Walk | None:
+        """None, and this walk is never patched again."""
+        self.exact = False
+        return None
+
+
+def _named_folder(raw: str, folder_skips: list[tuple[str, str]]) -> bool:
+    """Is ``raw`` a folder the walk listed as skipped (excluded, a link)? Named by its vault path and a ``/``."""
+    key = unicodedata.normalize("NFC", safe_name(raw)) + "/"
+    return any(path == key for path, _ in folder_skips)
+
+
+def _entry(
+    abs_path: str, raw: str, name: str, root: Path, exclude: tuple[str, ...], now: float, found: dict[str, VaultFile]
+) -> _Entry:
+    """What the walk makes of the file ``raw`` (its path as the disk spells it) of a folder it entered; ``found``:
+    the files converted so far by vault path (of two names that are one after normalisation, the first wins)."""
+    path = unicodedata.normalize("NFC", safe_name(raw))
+    reason, info, link = _skip_file(abs_path, root, name, path, exclude)
+    if not reason and path in found:
+        reason = f"{_TWIN} {found[path].abs_path.name!a} after Unicode normalisation (NFC); rename one"
+    if reason or info is None:
+        return _Entry(path, None, reason, (), link)
+    problems: list[Problem] = []
+    if path != raw and safe_name(raw) != raw:
+        message = f"file name {_shown(raw)} is not valid UTF-8; converted as {path}. Rename it"
+        problems.append(Problem("name", message))
+    mtime, problem = check_mtime(info.st_mtime, now)
+    if problem:
+        problems.append(problem)
+    sig = (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
+    return _Entry(path, VaultFile(path, abs_path, info.st_size, mtime, sig), "", tuple(problems), link)
 
 
 def _folders(
@@ -197,31 +300,33 @@ def _keep_dir(rel_dir: str, name: str, is_link: bool, exclude: tuple[str, ...], 
         skipped.append((path + "/", _EXCLUDED))
         return False
     if is_link:  # not descended into; said so instead of dropped silently
-        skipped.append((path + "/", "symlink to a folder; folder links are never followed (no loops, no escapes)"))
+        skipped.append((path + "/", _FOLDER_LINK))
         return False
     return True
 
 
 def _skip_file(
     abs_path: str, root: Path, name: str, path: str, exclude: tuple[str, ...]
-) -> tuple[str, os.stat_result | None]:
-    """(reason to skip or "", the file's stat when it is a regular file to convert)."""
+) -> tuple[str, os.stat_result | None, bool]:
+    """(reason to skip or "", the file's stat when it is a regular file to convert, whether it is a symlink)."""
     if name.startswith(".") and name != ".md":
-        return "hidden file", None
+        return "hidden file", None, False
     if is_excluded(path, name, exclude):
-        return _EXCLUDED, None
+        return _EXCLUDED, None, False
+    link = False
     try:
         info = os.lstat(abs_path)  # one system call for a regular file
         if stat.S_ISLNK(info.st_mode):
+            link = True
             target = Path(os.path.realpath(abs_path, strict=True))
             if not target.is_relative_to(root):
-                return f"symlink pointing outside the vault ({safe_name(str(target))})", None
+                return f"symlink pointing outside the vault ({safe_name(str(target))})", None, link
             info = os.stat(abs_path)
     except (OSError, RuntimeError) as exc:  # a symlink loop, a dangling symlink, a file gone meanwhile
-        return f"cannot be read: {_os_reason(exc)}", None
+        return f"cannot be read: {_os_reason(exc)}", None, link
     if not stat.S_ISREG(info.st_mode):
-        return f"not a regular file ({_kind(info.st_mode)}); only regular files are converted", None
-    return "", info
+        return f"not a regular file ({_kind(info.st_mode)}); only regular files are converted", None, link
+    return "", info, link
 
 
 def _os_reason(exc: BaseException) -> str:

@@ -15,6 +15,7 @@ bundle stays whole); a second signal interrupts the rebuild, which leaves the pr
 from __future__ import annotations
 
 import datetime as dt
+import os
 import queue
 import signal
 import threading
@@ -31,11 +32,12 @@ from vault2okf.config import load_config
 from vault2okf.convert import ConvertResult, Kept, convert
 from vault2okf.errors import Vault2OkfError
 from vault2okf.protocol import database
-from vault2okf.walk import SKIPPED_DIRS, is_excluded
+from vault2okf.walk import SKIPPED_DIRS, Walked, is_excluded
 
 Indexer = Callable[..., Any]  # retriever.index.index_bundle(bundle, embedder_name=, device=, progress=)
 Echo = Callable[[str], None]
 SHOWN = 4  # paths named per kind of change on one line
+CHECK_AFTER = 2.0  # seconds without a rebuild after one whose walk was patched, before the vault is walked whole
 
 
 @dataclass(frozen=True)
@@ -135,6 +137,30 @@ def vault_filter(vault: Path, exclude: tuple[str, ...]) -> Callable[[Any, str], 
     return keep
 
 
+def walk_filter(vault: Path) -> Callable[[Any, str], bool]:
+    """Events the walk may see, worth a rebuild or not (``vault_filter``): any path of the vault not inside a
+    hidden folder (.obsidian, .git, .trash...), which the walk never enters. A hidden file or an excluded one
+    is named in the walk (skipped, excluded), so a watcher that patches its last walk must know it changed."""
+    root = str(vault.resolve()) + os.sep
+
+    def keep(_change: Any, path: str) -> bool:
+        if not path.startswith(root):
+            return False
+        folders = path[len(root) :].split(os.sep)[:-1]
+        return not any(p.startswith(".") and p != ".md" for p in folders)
+
+    return keep
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One burst of file events: the paths they named, and whether one of them is worth a rebuild."""
+
+    events: int
+    paths: frozenset[str]
+    rebuild: bool
+
+
 class Watcher:
     """The rebuild loop; ``run`` returns when ``stop`` is set (the signal handlers set it)."""
 
@@ -159,8 +185,10 @@ class Watcher:
         self.busy = False
         self.rebuilds = 0
         self.problems: set[tuple[str, str]] = set()
-        self.kept = Kept()  # the last convert's state, kept in memory for the next one
+        self.kept = Kept(events=True)  # the last convert's state, kept in memory for the next one
         self.bodies: dict[str, str] = {}  # bundle_notes after the last convert
+        self.quiet: set[str] = set()  # paths of bursts not worth a rebuild alone (hidden, excluded files)
+        self.unchecked: float | None = None  # when the last rebuild whose walk was a patch ended (``check_walk``)
 
     def start(self) -> None:
         """The first full convert (and index); errors here are the command's errors (exit 1)."""
@@ -178,7 +206,7 @@ class Watcher:
         """Watch first (so that no edit made during the first convert is missed), convert, then rebuild once
         per burst of events until ``stop`` is set. Events that arrive during a rebuild make the next one."""
         exclude = load_config(self.vault, self.config_path).exclude if self._config_ok() else ()
-        batches: queue.Queue[int] = queue.Queue()
+        batches: queue.Queue[Batch] = queue.Queue()
         ready = threading.Event()
         failed: list[BaseException] = []
         thread = threading.Thread(
@@ -193,29 +221,38 @@ class Watcher:
             self.echo(f"{now()} watching {self.vault} -> {self.out} (Ctrl-C to stop)")
             while not self.stop.is_set():
                 try:
-                    events = batches.get(timeout=0.2)  # short waits: signals are handled in this thread
+                    batch = batches.get(timeout=0.2)  # short waits: signals are handled in this thread
                 except queue.Empty:
                     if failed:
                         raise Vault2OkfError(f"watching {self.vault} failed: {_error(failed[0])}") from None
+                    if self.unchecked is not None and time.monotonic() - self.unchecked >= CHECK_AFTER:
+                        self.check_walk(batches.empty)
                     continue
+                events, paths, due = batch.events, set(batch.paths), batch.rebuild
                 while not batches.empty():  # bursts that queued up during a rebuild: one rebuild for all
-                    events += batches.get()
-                self.rebuild(events)
+                    more = batches.get()
+                    events, due = events + more.events, due or more.rebuild
+                    paths |= more.paths
+                if not due:  # none worth a rebuild: the next rebuild's walk looks at them again
+                    self.quiet |= paths
+                    continue
+                self.rebuild(events, paths)
         finally:
             self.stop.set()
             thread.join(timeout=5)
-            self.kept.settle()  # the last old generation deleted before the watch ends
+            self.kept.close()  # the old generations deleted before the watch ends
 
     def _events(
-        self, exclude: tuple[str, ...], batches: queue.Queue[int], ready: threading.Event, failed: list[BaseException]
+        self, exclude: tuple[str, ...], batches: queue.Queue[Batch], ready: threading.Event, failed: list[BaseException]
     ) -> None:
         from watchfiles import watch
 
         step = max(1, self.debounce_ms)
+        worth = vault_filter(self.vault, exclude)
         try:
             for batch in watch(
                 self.vault,
-                watch_filter=vault_filter(self.vault, exclude),
+                watch_filter=walk_filter(self.vault),
                 step=step,  # a burst ends after this long without events...
                 debounce=max(20 * step, 2000),  # ...or after this long at most
                 stop_event=self.stop,
@@ -225,12 +262,17 @@ class Watcher:
             ):
                 ready.set()
                 if batch:
-                    batches.put(len(batch))
+                    paths = frozenset(path for _, path in batch)
+                    batches.put(Batch(len(batch), paths, any(worth(change, path) for change, path in batch)))
         except Exception as exc:  # noqa: BLE001 - handed to the main thread, which says so and stops
             failed.append(exc)
 
-    def rebuild(self, events: int = 0) -> bool:
-        """Convert (and index) again; one line either way. False when the rebuild failed."""
+    def rebuild(self, events: int = 0, paths: Iterable[str] | None = None) -> bool:
+        """Convert (and index) again; one line either way. False when the rebuild failed. ``paths``: the paths
+        the file events named (absolute), so that the walk looks at those alone (``walk.Walked.patch``); None:
+        not known, the whole vault is walked."""
+        self.kept.note_changes(None if paths is None else {*paths, *self.quiet})
+        self.quiet.clear()
         self.rebuilds += 1
         head = f"{now()} rebuild {self.rebuilds} ({events} file event{'s' * (events != 1)}):"
         started = time.perf_counter()
@@ -242,6 +284,7 @@ class Watcher:
             except Exception as exc:  # noqa: BLE001 - a failed rebuild is a report line, never the end of the watch
                 self.echo(f"{head} convert failed, bundle unchanged: {_error(exc)}; retrying at the next change")
                 return False
+            self.unchecked = time.monotonic() if self.kept.patched else None
             self.bodies = notes_after(self.out, before, result, self.kept.used)
             changes = diff_notes(before, self.bodies)
             problems = _problems(result)
@@ -253,6 +296,27 @@ class Watcher:
             return True
         finally:
             self.busy = False
+
+    def check_walk(self, quiet: Callable[[], bool] = lambda: True) -> bool:
+        """The vault walked whole, a while after a rebuild whose walk was the last one patched with the paths
+        its file events named: an event the watcher missed (the kernel's queue overflowed, and ``watchfiles``
+        drops the notice that says so) is found, and rebuilt for now rather than at the next edit. The whole walk
+        is the one the next rebuild patches. ``quiet``: are no events waiting (they make the next rebuild)?
+        True when a rebuild was due and done."""
+        self.unchecked = None
+        last = self.kept.walked
+        if last is None:
+            return False
+        known = last.patch(self.quiet) if self.quiet else last.walk  # the hidden and excluded files seen since
+        try:
+            whole = Walked(self.vault, last.exclude)
+        except Vault2OkfError:
+            return False
+        self.kept.walked, self.kept.patched = whole, False
+        if known is None or whole.walk == known or not quiet():  # None: not known; the next rebuild has it
+            return False
+        self.echo(f"{now()} the vault changed with no file event for it (events were missed): rebuilding")
+        return self.rebuild()
 
     def _index(self) -> str:
         assert self.indexer is not None

@@ -258,7 +258,7 @@ def warm(bundle: Path, golden: Path) -> None:
     retriever.prepare(DEFAULT_SPEC)
     retriever.embed("warm up")
     opened = time.perf_counter() - start
-    bm25 = ", ".join(sorted(retriever.lexical._from_file)) or "none"
+    bm25 = ", ".join(sorted(retriever.lexical.base.kinds if retriever.lexical.base else ())) or "none"
     say(f"open + prepare: {opened:.2f} s (table from {'Chroma' if retriever.store else 'the saved copy'}; BM25 "
         f"indexes from the saved copy: {bm25}; embedder {loaded})")  # fmt: skip
     for label in ("pass 1", "pass 2"):

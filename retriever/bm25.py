@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -91,6 +91,10 @@ class Bm25:
     def idf(self, term: str) -> float:
         """``term``'s inverse document frequency in this index (`bm25_idf`)."""
         return bm25_idf(self.num_docs, self.df(term))
+
+    def contents(self) -> tuple[dict[str, dict[int, int]], list[int]]:
+        """term -> {document: count}, and each document's length (for tests: `Parted.contents`)."""
+        return Parted([Part(self, np.arange(self.num_docs, dtype=np.int64))], self.num_docs).contents()
 
     def updated(self, moved: np.ndarray, fresh: Mapping[int, list[str]], num_docs: int) -> Bm25:
         """This index after an edit: ``moved[i]`` is the new place of document ``i`` (-1: gone or changed; the kept
@@ -175,6 +179,80 @@ class Bm25:
             raise ValueError(f"{kind}: a saved BM25 count names a document that is not there")
         index.__dict__["encoded"] = encoded
         return index
+
+
+@dataclass(frozen=True)
+class Part:
+    """Some documents' counts and the row each document scores for (-1: none, a document replaced since)."""
+
+    index: Bm25
+    rows: np.ndarray  # int64, one per document of ``index``
+
+
+class Parted:
+    """BM25 over documents held in parts: the index of a saved table's documents, the ones replaced since left out
+    (their rows -1), beside an index of the documents that replaced them. Nothing is merged: an edit costs the
+    documents it touched. Scores, document frequencies and lengths are those of the live documents alone, so every
+    score equals the one `Bm25.build` of the live documents gives, bit for bit: each document is in one part, its
+    columns are added in the question's order, and the sums that make the average length are exact."""
+
+    def __init__(self, parts: Sequence[Part], num_rows: int) -> None:
+        self.parts = tuple(parts)
+        self.num_docs = num_rows  # every row is one live document of one part
+        total = 0
+        for part in self.parts:
+            lengths = np.asarray(part.index.lengths, dtype=np.int64)
+            total += int(lengths[part.rows >= 0].sum()) if len(lengths) else 0
+        self._average = np.float64(total) / num_rows if num_rows else np.float64("nan")
+
+    def _column(self, part: Part, term: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """The live rows holding ``term`` in ``part``, with their counts and lengths."""
+        column = part.index.vocab.get(term)
+        if column is None:
+            return None
+        start, end = int(part.index.indptr[column]), int(part.index.indptr[column + 1])
+        docs = np.asarray(part.index.docs[start:end], dtype=np.int64)
+        rows = part.rows[docs]
+        live = rows >= 0
+        lengths = np.asarray(part.index.lengths, dtype=np.float64)[docs[live]]
+        return rows[live], part.index.counts[start:end][live].astype(np.float64), lengths
+
+    def get_scores(self, query: list[str]) -> np.ndarray:
+        """Each row's BM25 score for ``query`` (float32), as `Bm25.get_scores` of the live documents gives it."""
+        scores = np.zeros(self.num_docs, dtype=np.float32)
+        for term in query:
+            found = [c for part in self.parts if (c := self._column(part, term)) is not None and len(c[0])]
+            df = sum(len(c[0]) for c in found)
+            if not df:
+                continue
+            idf = np.float32(bm25_idf(self.num_docs, df))
+            for rows, counts, lengths in found:
+                norm = K1 * ((1 - B) + B * lengths / self._average)
+                np.add.at(scores, rows, (np.float64(idf) * (counts / (norm + counts))).astype(np.float32))
+        return scores
+
+    def df(self, term: str) -> int:
+        """How many live documents hold ``term``."""
+        return sum(len(c[0]) for part in self.parts if (c := self._column(part, term)) is not None)
+
+    def idf(self, term: str) -> float:
+        return bm25_idf(self.num_docs, self.df(term))
+
+    def contents(self) -> tuple[dict[str, dict[int, int]], list[int]]:
+        """term -> {row: count}, and each row's length: what the index holds, whatever its parts (for tests)."""
+        columns: dict[str, dict[int, int]] = {}
+        lengths = [0] * self.num_docs
+        for part in self.parts:
+            for doc, row in enumerate(part.rows.tolist()):
+                if row >= 0:
+                    lengths[row] = int(part.index.lengths[doc])
+            for column, term in enumerate(part.index.terms):
+                start, end = int(part.index.indptr[column]), int(part.index.indptr[column + 1])
+                docs, counts = part.index.docs[start:end].tolist(), part.index.counts[start:end].tolist()
+                for doc, count in zip(docs, counts, strict=True):
+                    if part.rows[doc] >= 0:
+                        columns.setdefault(term, {})[int(part.rows[doc])] = int(count)
+        return columns, lengths
 
 
 def bm25_idf(num_docs: int, df: int) -> float:

@@ -102,6 +102,12 @@ def write_cache(path: Path, magic: bytes, head: dict[str, Any], body: bytes) -> 
         part.unlink(missing_ok=True)
 
 
+def read_file(path: Path, limit: int) -> bytes | None:
+    """The bytes of ``path`` (a regular file of at most ``limit`` bytes), None when there is none; ``CacheDamaged``
+    when it is something else."""
+    return _read_regular(path, limit)
+
+
 def _read_regular(path: Path, limit: int) -> bytes | None:
     """The bytes of ``path`` when it is a regular file of at most ``limit`` bytes (symlinks to one included);
     opened non-blocking, so a FIFO is seen for what it is before any read."""

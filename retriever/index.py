@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import time
+import uuid
 from collections.abc import Collection
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
@@ -27,7 +28,7 @@ from retriever.embed import DEFAULT_EMBEDDER, Embedder, check_embedder, get_embe
 from retriever.embed import embedder_name as name_of_embedder
 from retriever.errors import RetrieverError
 from retriever.lock import bundle_lock, check_no_stranded_index, holder
-from retriever.memory import ChunkTable, Lexical, note_head, older_npz
+from retriever.memory import Base, BaseIndexes, ChunkTable, Lexical, TableLog, log_path, note_head, older_npz
 from retriever.okf import concept_hashes, concept_texts
 from retriever.store import ChunkStore, chroma_fingerprint, collection_name, default_chroma_path, open_client
 from vault2okf.protocol import index_info, state_dir
@@ -91,14 +92,15 @@ def index_bundle(
     with bundle_lock(bundle_dir, "indexing"):
         check_no_stranded_index(bundle_dir)
         started = time.perf_counter()
-        note_hashes, names = concept_hashes(Path(bundle_dir))
-        heads = None if names is None else {note: note_head(*name) for note, name in names.items()}
         saved = None if chroma_url else _saved_index(bundle_dir, embedder_name, chroma_path)
+        note_hashes, names, keys = concept_hashes(Path(bundle_dir), _known(saved))
+        heads = None if names is None else {note: note_head(*name) for note, name in names.items()}
         if saved is not None and _precision_of(bundle_dir) not in (None, wanted):
             saved = None  # the stored vectors are of another precision: embed them all again
         if saved is not None and saved.meta.get("note_hashes") == note_hashes:
             done = saved.info
-            _refresh_heads(bundle_dir, saved, heads)
+            saved.meta["note_keys"] = keys  # this process's copy (`Kept`): hashes found again need not be again
+            _refresh_lexical(bundle_dir, saved, heads, keys)
             notices = _question_encoder(bundle_dir, done, device, wanted)
             seconds = _since(started)
             return IndexResult(
@@ -109,7 +111,7 @@ def index_bundle(
         try:
             result = _index(
                 bundle_dir, note_hashes, spec, chroma_path, chroma_url, progress, device, batch, wanted,
-                saved, heads,
+                saved, heads, keys,
             )  # fmt: skip
         except Exception as error:  # chromadb words a full disk its own way ("Error in compaction" ...)
             where = Path(chroma_path) if chroma_path else default_chroma_path(bundle_dir)
@@ -173,6 +175,7 @@ def _index(
     precision: Precision,
     saved: Saved | None = None,
     heads: dict[str, str] | None = None,
+    keys: dict[str, str] | None = None,
 ) -> IndexResult:
     from retriever.export import index_embedder
 
@@ -209,7 +212,7 @@ def _index(
     total = len(chunks) + kept
     info = _info(embedder, name, chroma_path, chroma_url, len(note_hashes), total)
     if not chroma_url:
-        _save_table(bundle_dir, info, store, note_hashes, edit, heads)
+        _save_table(bundle_dir, info, store, note_hashes, edit, heads, keys)
     _write_info(bundle_dir, info)
     seconds = _since(started)
     notices = (notice,) if notice else ()
@@ -254,6 +257,16 @@ def _edit(saved: Saved, note_hashes: dict[str, str], store: ChunkStore) -> Edit:
     return Edit(saved, keep, changed, stored, kept_chunks)
 
 
+def _known(saved: Saved | None) -> dict[str, tuple[str, str]] | None:
+    """Each note's key and hash as the saved table recorded them (`okf.concept_hashes` hashes only the others)."""
+    if saved is None:
+        return None
+    keys, hashes = saved.meta.get("note_keys"), saved.meta.get("note_hashes")
+    if not isinstance(keys, dict) or not isinstance(hashes, dict):
+        return None
+    return {note: (key, hashes[note]) for note, key in keys.items() if note in hashes}
+
+
 def _since(started: float) -> float:
     return round(time.perf_counter() - started, 3)
 
@@ -280,6 +293,11 @@ def _chroma_key(bundle_dir: Path | str, chroma_path: Path | str | None) -> str:
     return IN_BUNDLE if not chroma_path else str(_chroma_dir(bundle_dir, chroma_path))
 
 
+COMPACT_ROWS = 64  # the saved table is written whole when the chunks changed since it exceed 1 in this many ...
+COMPACT_MIN = 256  # ... and this many
+COMPACT_LOG = 8  # or its log exceeds 1 in this many of its bytes
+
+
 def _save_table(
     bundle_dir: Path | str,
     info: IndexInfo,
@@ -287,64 +305,145 @@ def _save_table(
     note_hashes: dict[str, str],
     edit: Edit | None = None,
     heads: dict[str, str] | None = None,
+    keys: dict[str, str] | None = None,
 ) -> None:
     """Save the collection as it is now, stamped with its fingerprint, taken before the copy and checked after it
-    (a write in between leaves no table: the next `index` writes one). After an ``edit``, the saved table and its
-    BM25 indexes are patched with the edited notes' chunks instead of read and built again from every chunk."""
+    (a write in between leaves no table: the next `index` writes one). After an ``edit``, the saved table is patched
+    with the edited notes' chunks and the edit appended to its log (`memory.TableLog`), its BM25 indexes left as
+    they are (those of the table's base: a search scores the changed documents apart, `bm25.Parted`), until the
+    changes since the base are many (``COMPACT_*``): then both are written whole, the BM25 indexes made from the
+    base's with the changed documents read again."""
     chroma_dir = _chroma_dir(bundle_dir, info.chroma_path)
     before = chroma_fingerprint(chroma_dir, info.collection)
-    path = table_path(bundle_dir, info.collection)
-    lexical = lexical_path(bundle_dir, info.collection)
-    earlier = _earlier_lexical(edit.saved.table, lexical) if edit is not None else None
-    path.unlink(missing_ok=True)  # a table of an older state must never outlive it
-    lexical.unlink(missing_ok=True)  # nor its BM25 indexes
+    if edit is not None and before is not None:
+        table = edit.saved.table.patched(edit.changed, store.note_rows(sorted(edit.changed)))
+        if chroma_fingerprint(chroma_dir, info.collection) != before or len(table.ids) != info.chunks:
+            _remove_table(bundle_dir, info)  # a write in between: no table (the next `index` writes one)
+            return
+        if edit.saved.table.base is not None:
+            table.stamp, table.base = before, edit.saved.table.base.since(edit.changed)
+            if _append(bundle_dir, info, edit, table, note_hashes, heads, keys):
+                return
+            earlier = _earlier_base(bundle_dir, info, table.base.generation) if heads is not None else None
+            _write_base(bundle_dir, info, table, before, note_hashes, heads, keys, earlier)
+            return
+    _remove_table(bundle_dir, info)  # a table of an older state must never outlive it, nor its BM25 indexes
     if before is None:
         return
-    if edit is None:
-        table = ChunkTable.from_store(store)
-    else:
-        table = edit.saved.table.patched(edit.changed, store.note_rows(sorted(edit.changed)))
+    table = ChunkTable.from_store(store)
     if chroma_fingerprint(chroma_dir, info.collection) != before or len(table.ids) != info.chunks:
         return
-    meta = {
-        "fingerprint": before, "chroma_dir": _chroma_key(bundle_dir, info.chroma_path), "info": asdict(info),
-        "note_hashes": note_hashes,
+    _write_base(bundle_dir, info, table, before, note_hashes, heads, keys, None)
+
+
+def _remove_table(bundle_dir: Path | str, info: IndexInfo) -> None:
+    path = table_path(bundle_dir, info.collection)
+    path.unlink(missing_ok=True)
+    log_path(path).unlink(missing_ok=True)
+    lexical_path(bundle_dir, info.collection).unlink(missing_ok=True)
+
+
+def _append(
+    bundle_dir: Path | str,
+    info: IndexInfo,
+    edit: Edit,
+    table: ChunkTable,
+    note_hashes: dict[str, str],
+    heads: dict[str, str] | None,
+    keys: dict[str, str] | None,
+) -> bool:
+    """Append ``edit`` to the saved table's log, unless the changes since its base are many or its BM25 indexes are
+    not the base's (False: write it whole)."""
+    base, meta = table.base, edit.saved.meta
+    assert base is not None
+    changed_rows = sum(len(table.rows_of.get(note, ())) for note in base.changed)
+    log_size, base_size = int(meta.get("log_size", 0)), int(meta.get("base_size", 0))
+    if changed_rows > max(COMPACT_MIN, len(table.ids) // COMPACT_ROWS) or log_size * COMPACT_LOG > base_size:
+        return False
+    lexical = lexical_path(bundle_dir, info.collection)
+    if heads is not None and not Lexical.saved_in(lexical, base.generation):
+        return False
+    path = table_path(bundle_dir, info.collection)
+    log = TableLog(log_path(path), base.generation)
+    log.size = log_size
+    recorded = meta.get("note_keys")
+    known: dict[str, str] = recorded if isinstance(recorded, dict) else {}
+    moved = {note: key for note, key in (keys or {}).items() if known.get(note) != key}
+    head = {
+        "fingerprint": table.stamp, "info": asdict(info), "note_keys": moved,
+        "note_hashes": {note: note_hashes[note] for note in edit.changed if note in note_hashes},
     }  # fmt: skip
-    table.save(path, meta)
-    table.stamp = before
-    _KEPT.keep(path, (table, meta))
-    if heads is not None:  # else (a hand-made okf.duckdb without titles and aliases) the first search saves them
-        _save_lexical(bundle_dir, info, table, earlier, heads)
+    seq = int(meta.get("log_records", 0)) + 1
+    log.append(head, table, edit.changed, seq)
+    kept = {
+        **meta, "fingerprint": table.stamp, "info": asdict(info), "note_hashes": note_hashes,
+        "note_keys": keys or {}, "log_size": log.size, "log_records": seq,
+    }  # fmt: skip
+    _KEPT.keep(path, (table, kept))
+    return True
 
 
-def _save_lexical(
-    bundle_dir: Path | str, info: IndexInfo, table: ChunkTable, earlier: Lexical | None, heads: dict[str, str]
+def _earlier_base(bundle_dir: Path | str, info: IndexInfo, generation: str) -> BaseIndexes | None:
+    """The BM25 indexes saved for base ``generation``: as this process wrote them, else None (`Lexical` reads the
+    file)."""
+    kept = _KEPT.get(lexical_path(bundle_dir, info.collection))
+    return kept if isinstance(kept, BaseIndexes) and kept.generation == generation else None
+
+
+def _write_base(
+    bundle_dir: Path | str,
+    info: IndexInfo,
+    table: ChunkTable,
+    fingerprint: str,
+    note_hashes: dict[str, str],
+    heads: dict[str, str] | None,
+    keys: dict[str, str] | None,
+    earlier: BaseIndexes | None,
 ) -> None:
-    """The saved table's BM25 indexes (chunks, and notes by title, aliases and text: ``heads``), so a search loads
-    them: ``earlier`` (the last table's) updated by what changed, else built."""
-    lexical = earlier.updated(table, heads) if earlier is not None else Lexical(table, None, heads=heads)
-    path = lexical_path(bundle_dir, info.collection)
-    lexical.save(path)
-    _KEPT.keep(path, lexical)
-
-
-def _refresh_heads(bundle_dir: Path | str, saved: Saved, heads: dict[str, str] | None) -> None:
-    """Titles or aliases edited alone change no chunk, only the notes' BM25 indexes: unless the saved ones are
-    current, they are updated here (a search would build them from every note) while the bundle can be written."""
-    path = lexical_path(bundle_dir, saved.info.collection)
-    if heads is None or not os.access(path.parent, os.W_OK) or Lexical(saved.table, None, heads=heads).saved_in(path):
+    """Write ``table`` whole as a new base (a new generation: its log starts empty) and the BM25 indexes of it
+    (made from those of its old base when ``table.base`` names one whose indexes are saved, else built)."""
+    path = table_path(bundle_dir, info.collection)
+    lexical = lexical_path(bundle_dir, info.collection)
+    kinds = None
+    if heads is not None and table.base is not None:
+        kinds = Lexical(table, None, lexical, heads=heads, base=earlier).compacted()
+    generation = uuid.uuid4().hex
+    table.stamp, table.base = fingerprint, Base(generation, table.note_ids)
+    meta = {
+        "fingerprint": fingerprint, "chroma_dir": _chroma_key(bundle_dir, info.chroma_path), "info": asdict(info),
+        "note_hashes": note_hashes, "note_keys": keys or {}, "generation": generation,
+    }  # fmt: skip
+    lexical.unlink(missing_ok=True)  # the old base's: never beside the new one
+    table.save(path, meta)
+    log_path(path).unlink(missing_ok=True)  # of the old base (a reader ignores it: another generation)
+    _KEPT.keep(path, (table, {**meta, "base_size": path.stat().st_size, "log_size": 0, "log_records": 0}))
+    if heads is None:  # (a hand-made okf.duckdb without titles and aliases) the first search saves them
         return
-    earlier = _earlier_lexical(saved.table, path)
+    fresh = Lexical(table, None, heads=heads)
+    if kinds is not None:
+        fresh.__dict__.update(kinds)
+    saved = fresh.save(lexical)
+    if saved is not None:
+        _KEPT.keep(lexical, saved)
+
+
+def _refresh_lexical(
+    bundle_dir: Path | str, saved: Saved, heads: dict[str, str] | None, keys: dict[str, str] | None
+) -> None:
+    """An index with nothing to embed: unless the saved BM25 indexes are those of the table's base (written by an
+    older version, or lost), the table is written again with them while the bundle can be written (a search would
+    build them from every note). Titles or aliases edited alone need nothing: a search scores those notes apart."""
+    base = saved.table.base
+    path = lexical_path(bundle_dir, saved.info.collection)
+    if heads is None or base is None or saved.table.stamp is None or not os.access(path.parent, os.W_OK):
+        return
+    if Lexical.saved_in(path, base.generation):
+        return
+    hashes = saved.meta.get("note_hashes")
+    if not isinstance(hashes, dict):
+        return
     with contextlib.suppress(OSError):  # a read-only bundle: the search builds them
-        _save_lexical(bundle_dir, saved.info, saved.table, earlier, heads)
-
-
-def _earlier_lexical(table: ChunkTable, path: Path) -> Lexical | None:
-    """The BM25 indexes saved at ``path`` for ``table``: as this process wrote them, else read (`Lexical.saved_for`)."""
-    kept = _KEPT.get(path)
-    if isinstance(kept, Lexical) and kept.table is table:
-        return kept
-    return Lexical.saved_for(table, path)
+        _write_base(bundle_dir, saved.info, saved.table, saved.table.stamp, hashes, heads, keys, None)
 
 
 def _kept_table(path: Path) -> tuple[ChunkTable, dict[str, Any]] | None:
@@ -379,11 +478,17 @@ class Kept:
 
 
 def _identity(path: Path) -> tuple[int, ...] | None:
+    """The file's identity, and its log's (`memory.TableLog`) when it has one."""
     try:
         info = os.stat(path)
     except OSError:
         return None
-    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+    try:
+        log = os.stat(log_path(path))
+        logged: tuple[int, ...] = (log.st_ino, log.st_size, log.st_mtime_ns)
+    except OSError:
+        logged = ()
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, *logged)
 
 
 _KEPT = Kept()

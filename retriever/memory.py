@@ -13,6 +13,7 @@ import bisect
 import hashlib
 import io
 import json
+import os
 import re
 import zipfile
 from collections import defaultdict
@@ -24,12 +25,13 @@ from typing import Any
 
 import numpy as np
 
-from retriever.bm25 import Bm25
+from retriever.bm25 import Bm25, Part, Parted
 from retriever.cachefile import (
     MIN_LIMIT,
     CacheDamaged,
     blob,
     read_cache,
+    read_file,
     read_head,
     size_limit,
     unblob,
@@ -42,8 +44,9 @@ from retriever.store import ChunkHit, ChunkStore, StoredRow
 # the layouts of a saved table and a saved set of BM25 indexes (`Lexical.save`); another number is not read.
 # 2: a magic line and a head with the body's length and sha256 before the .npz (`retriever.cachefile`)
 TABLE_FORMAT = 2
-LEXICAL_FORMAT = 3  # 3: raw term counts (`retriever.bm25`), scored at query time
+LEXICAL_FORMAT = 4  # 3: raw term counts (`retriever.bm25`), scored at query time; 4: of a table's base (`Base`)
 TABLE_MAGIC = b"vault2okf chunk table 2\n"
+LOG_MAGIC = b"vault2okf chunk table edit 1\n"  # each record of a table's log (`TableLog`)
 LEXICAL_MAGIC = b"vault2okf bm25 indexes 2\n"  # the framing's format; the body's is LEXICAL_FORMAT
 CONTEXTS_MAGIC = b"vault2okf link-context vectors 2\n"
 _READ_ERRORS = (OSError, ValueError, KeyError, TypeError, EOFError, RecursionError, zipfile.BadZipFile)
@@ -57,6 +60,51 @@ _STOP = frozenset(
 )
 
 
+@dataclass(frozen=True)
+class Base:
+    """The saved table a table was read or patched from (its file's ``generation``: the saved BM25 indexes are
+    those of the base), its notes row by row, and the notes whose chunks changed since (new, edited or gone)."""
+
+    generation: str
+    note_ids: list[str]
+    changed: frozenset[str] = frozenset()
+
+    @cached_property
+    def groups(self) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """The base's notes in row order (note order), and for each row the place of its note among them and its
+        place within its note."""
+        notes: list[str] = []
+        group = np.zeros(len(self.note_ids), dtype=np.int64)
+        offset = np.zeros(len(self.note_ids), dtype=np.int64)
+        at = 0
+        for row, note in enumerate(self.note_ids):
+            if not notes or notes[-1] != note:
+                notes.append(note)
+                at = row
+            group[row], offset[row] = len(notes) - 1, row - at
+        return notes, group, offset
+
+    def chunk_rows(self, table: ChunkTable) -> np.ndarray:
+        """Each base row's row in ``table`` (a table patched from this base), -1 where its note changed since."""
+        notes, group, offset = self.groups
+        starts = [-1 if note in self.changed or note not in table.rows_of else table.rows_of[note][0] for note in notes]
+        rows = np.asarray(starts, dtype=np.int64)[group] if len(group) else np.zeros(0, dtype=np.int64)
+        live = rows >= 0
+        rows[live] += offset[live]
+        return rows
+
+    def fresh_rows(self, table: ChunkTable) -> list[int]:
+        """The rows of ``table`` whose notes changed since this base, in order."""
+        return sorted(row for note in self.changed for row in table.rows_of.get(note, ()))
+
+    def since(self, notes: Collection[str]) -> Base:
+        """This base with ``notes`` changed too (its ``groups`` kept: they are the base's)."""
+        base = Base(self.generation, self.note_ids, self.changed | frozenset(notes))
+        if "groups" in self.__dict__:
+            base.__dict__["groups"] = self.groups
+        return base
+
+
 @dataclass
 class ChunkTable:
     ids: list[str]
@@ -66,6 +114,7 @@ class ChunkTable:
     vectors: np.ndarray  # (n, dim) float32, L2-normalised
     rows_of: dict[str, list[int]]  # note id -> chunk rows in document order
     stamp: str | None = None  # the Chroma fingerprint a saved table was copied at; None: read from Chroma
+    base: Base | None = None  # the saved table this one is (patched from): None, read from Chroma
 
     @classmethod
     def from_store(cls, store: ChunkStore) -> ChunkTable:
@@ -181,8 +230,10 @@ class ChunkTable:
 
     @classmethod
     def load(cls, path: Path, limit: int = MIN_LIMIT) -> tuple[ChunkTable, dict[str, Any]] | None:
-        """A table saved by ``save`` and its meta; None when the file is missing or of another format;
-        ``CacheDamaged`` when it is not what ``save`` wrote (edited, cut, a special file, over ``limit`` bytes)."""
+        """A table saved by ``save``, with the edits its log holds since (`TableLog`), and its meta as of the last
+        of them; None when the file is missing or of another format; ``CacheDamaged`` when it or its log is not what
+        was written (edited, a special file, over ``limit`` bytes; a record cut short by a kill is no damage: it and
+        what follows are left out, and the table is then older than Chroma, which its stamp says)."""
         try:
             found = read_cache(path, TABLE_MAGIC, limit)
         except CacheDamaged:
@@ -192,6 +243,18 @@ class ChunkTable:
         if found is None or found[0].get("format") != TABLE_FORMAT:
             return None
         meta, body = found
+        table = cls._from_body(path, body)
+        stamp = meta.get("fingerprint")
+        table.stamp = stamp if isinstance(stamp, str) else None
+        generation = meta.get("generation") or table.stamp or ""
+        table.base = Base(generation, table.note_ids)
+        log = TableLog(log_path(path), generation)
+        records = log.read(limit)
+        meta = {**meta, "base_size": len(body), "log_size": log.size, "log_records": len(records)}
+        return log.replay(table, meta, records) if records else (table, meta)
+
+    @classmethod
+    def _from_body(cls, path: Path, body: bytes) -> ChunkTable:
         try:
             with np.load(io.BytesIO(body), allow_pickle=False) as data:
                 ids, notes, texts = (unblob(data[key], data[f"{key}_ends"]) for key in ("ids", "note_ids", "texts"))
@@ -204,8 +267,7 @@ class ChunkTable:
         rows_of: dict[str, list[int]] = defaultdict(list)
         for row, note in enumerate(notes):
             rows_of[note].append(row)
-        stamp = meta.get("fingerprint")
-        return cls(ids, notes, texts, tokens, vectors, dict(rows_of), stamp if isinstance(stamp, str) else None), meta
+        return cls(ids, notes, texts, tokens, vectors, dict(rows_of))
 
     def best_chunk(self, note_id: str, qvec: np.ndarray) -> tuple[int, float] | None:
         """(row, similarity) of the note's chunk closest to the question."""
@@ -215,6 +277,106 @@ class ChunkTable:
         sims = self.vectors[rows] @ qvec
         best = int(np.argmax(sims))
         return rows[best], float(sims[best])
+
+
+def log_path(table: Path) -> Path:
+    """The log of edits beside a saved table (``table-COLLECTION.npz`` -> ``table-COLLECTION.log``)."""
+    return table.with_name(f"{table.stem}.log")
+
+
+class TableLog:
+    """The edits since a saved table was written, one record each, appended: an edit's index writes the chunks of
+    the notes it changed and the meta they change (Chroma's fingerprint, the note hashes), not the whole table.
+
+    A record is a magic line, a head (one line of JSON: the table's ``generation`` it follows, its number, the notes
+    it replaces, what the meta changes, the body's length and sha256) and the body (an .npz of those notes' chunks).
+    Records of another generation (a log left beside a table written since) are not read; a record cut short (a run
+    killed while it was written) ends the log, and the next append cuts it off. A reader that meets a record being
+    written sees the table as it was, older than Chroma: its stamp says so."""
+
+    def __init__(self, path: Path, generation: str) -> None:
+        self.path = path
+        self.generation = generation
+        self.size = 0  # bytes of whole records of this generation, as last read or written
+
+    def read(self, limit: int) -> list[tuple[dict[str, Any], bytes]]:
+        data = read_file(self.path, limit)
+        records: list[tuple[dict[str, Any], bytes]] = []
+        at = 0
+        while data is not None and data.startswith(LOG_MAGIC, at):
+            end = data.find(b"\n", at + len(LOG_MAGIC))
+            try:
+                head = json.loads(data[at + len(LOG_MAGIC) : end]) if end > 0 else None
+            except (ValueError, RecursionError):
+                head = None
+            if not isinstance(head, dict) or not isinstance(head.get("body_size"), int):
+                break
+            body = data[end + 1 : end + 1 + head["body_size"]]
+            whole = len(body) == head["body_size"] and hashlib.sha256(body).hexdigest() == head.get("body_sha256")
+            if not whole or head.get("base") != self.generation or head.get("seq") != len(records) + 1:
+                break
+            records.append((head, body))
+            at = end + 1 + len(body)
+        self.size = at
+        return records
+
+    def append(self, head: dict[str, Any], table: ChunkTable, notes: Collection[str], seq: int) -> None:
+        """Add the record of an edit of ``notes`` (their chunks as ``table`` holds them now) after the ``size``
+        bytes known to be whole; anything after those (a record cut short) is cut off."""
+        rows = sorted(row for note in notes for row in table.rows_of.get(note, ()))
+        arrays = {"vectors": np.ascontiguousarray(table.vectors[rows], dtype=np.float32), "tokens": table.tokens[rows]}
+        for key, values in (("ids", table.ids), ("note_ids", table.note_ids), ("texts", table.texts)):
+            arrays[key], arrays[f"{key}_ends"] = blob([values[row] for row in rows])
+        buffer = io.BytesIO()
+        np.savez(buffer, **arrays)  # type: ignore[arg-type]
+        body = buffer.getvalue()
+        framed = {**head, "base": self.generation, "seq": seq, "notes": sorted(notes)}
+        framed.update(body_size=len(body), body_sha256=hashlib.sha256(body).hexdigest())
+        record = LOG_MAGIC + json.dumps(framed, sort_keys=True, ensure_ascii=True).encode() + b"\n" + body
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        try:
+            os.ftruncate(fd, self.size)
+            os.lseek(fd, self.size, os.SEEK_SET)
+            view = memoryview(record)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+        self.size += len(record)
+
+    def replay(
+        self, table: ChunkTable, meta: dict[str, Any], records: list[tuple[dict[str, Any], bytes]]
+    ) -> tuple[ChunkTable, dict[str, Any]]:
+        """``table`` (the saved one) with the ``records`` applied in order, and its meta as of the last."""
+        latest: dict[str, list[StoredRow]] = {}
+        hashes, keys = dict(meta.get("note_hashes") or {}), dict(meta.get("note_keys") or {})
+        for head, body in records:
+            try:
+                with np.load(io.BytesIO(body), allow_pickle=False) as data:
+                    ids, notes, texts = (unblob(data[k], data[f"{k}_ends"]) for k in ("ids", "note_ids", "texts"))
+                    vectors = np.asarray(data["vectors"], dtype=np.float32)
+                    tokens = np.asarray(data["tokens"], dtype=np.int64)
+                edited = [str(note) for note in head["notes"]]
+            except (*_READ_ERRORS, KeyError) as error:
+                raise CacheDamaged(f"{self.path.name}: {type(error).__name__}") from None
+            sizes = {len(ids), len(notes), len(texts), len(tokens), len(vectors)}
+            if len(sizes) > 1 or len(vectors) and vectors.shape[1:] != table.vectors.shape[1:]:
+                raise CacheDamaged(f"{self.path.name}: a record's arrays do not fit the table")
+            latest.update((note, []) for note in edited)
+            for i, chunk_id in enumerate(ids):
+                meta_row = {"note_id": notes[i], "tokens": int(tokens[i])}
+                latest.setdefault(notes[i], []).append(StoredRow(chunk_id, texts[i], meta_row, vectors[i]))
+            for note in edited:
+                hashes.pop(note, None)
+            hashes.update(head.get("note_hashes") or {})
+            keys.update(head.get("note_keys") or {})
+            meta = {**meta, **{k: head[k] for k in ("fingerprint", "info") if k in head}}
+        patched = table.patched(latest, (row for rows in latest.values() for row in rows))
+        stamp = meta.get("fingerprint")
+        patched.stamp = stamp if isinstance(stamp, str) else None
+        assert table.base is not None
+        patched.base = table.base.since(latest)
+        return patched, {**meta, "note_hashes": hashes, "note_keys": keys}
 
 
 def _chunk_no(chunk_id: str) -> int:
@@ -237,6 +399,16 @@ def note_head(title: str, aliases: Iterable[str]) -> str:
     return f"{title} {' '.join(aliases)} "
 
 
+@dataclass(frozen=True)
+class BaseIndexes:
+    """The BM25 indexes saved for a table's base (``Base.generation``): by kind, with the heads of the base's notes
+    (in note order) they were made from."""
+
+    generation: str
+    kinds: dict[str, Bm25]
+    heads: list[str]
+
+
 class Lexical:
     """BM25 over notes (title + aliases + chunk texts) and over chunks, each built on first use.
 
@@ -245,13 +417,12 @@ class Lexical:
     a phrase, scores more than one holding them apart.
 
     With ``saved`` (``lexical-COLLECTION.npz``, written by `index` beside the table: ``save``), the indexes come
-    from that file while it was made from this table (the same Chroma fingerprint and chunk count) and, for the
-    notes, from the same titles and aliases; else they are built here, as before. A file from before the pair
-    indexes gives the other two (and is ``stale``). The titles and aliases come from ``graph``, or as ``heads``
-    (note -> `note_head`: `index` reads them from okf.duckdb, without the graph's links).
-
-    After an edit, `index` makes the indexes of the new table from the saved ones (``updated``): only the documents
-    the edit changed are read again, and the result is the one a build from scratch gives.
+    from that file when it holds those of the table's base (``ChunkTable.base``: the saved table the table was
+    patched from, edit by edit): the base's documents that changed since (a note's chunks edited, its title or
+    aliases) are left out and scored from an index of the changed documents alone (`bm25.Parted`), so the scores
+    are the ones a build from scratch gives and an edit costs what it touched. Else they are built here. The
+    titles and aliases come from ``graph``, or as ``heads`` (note -> `note_head`: `index` reads them from
+    okf.duckdb, without the graph's links).
     """
 
     def __init__(
@@ -262,6 +433,7 @@ class Lexical:
         read: SavedLexical | None = None,
         *,
         heads: Mapping[str, str] | None = None,
+        base: BaseIndexes | None = None,
     ) -> None:
         self.table = table
         self.graph = graph
@@ -269,6 +441,7 @@ class Lexical:
         self.saved = saved
         self.read = read  # ``saved`` as `read_lexical` found it (`Retriever.open` reads it first, for its notice)
         self._heads = heads
+        self._given = base  # the base's indexes as this process holds them (`index`), instead of reading ``saved``
 
     @cached_property
     def heads(self) -> list[str]:
@@ -282,61 +455,125 @@ class Lexical:
     def _file(self) -> SavedLexical:
         if self.read is not None:
             return self.read
-        return read_lexical(self.saved) if self.saved is not None and self.table.stamp is not None else SavedLexical()
+        return read_lexical(self.saved) if self.saved is not None and self.table.base is not None else SavedLexical()
 
     @cached_property
-    def _from_file(self) -> dict[str, Bm25]:
-        """The indexes in ``saved`` that still describe this table and these notes (none when it is stale)."""
+    def base(self) -> BaseIndexes | None:
+        """The indexes saved for this table's base (None: no file, another base's, or damaged)."""
+        base = self.table.base
+        if base is None:
+            return None
+        if self._given is not None:
+            return self._given if self._given.generation == base.generation else None
         found = self._file.found
-        if self.saved is None or self.table.stamp is None or found is None:
-            return {}
+        if self.saved is None or found is None:
+            return None
         meta, body = found
-        if meta.get("format") != LEXICAL_FORMAT or meta.get("table") != self._table_key:
-            return {}
-        kinds = ["chunks", "chunk_pairs"] + (["notes", "note_pairs"] if meta.get("notes") == self._notes_key else [])
+        if meta.get("format") != LEXICAL_FORMAT or meta.get("table") != base.generation:
+            return None
         try:
             with np.load(io.BytesIO(body), allow_pickle=False) as data:
-                return {kind: Bm25.from_arrays(data, kind) for kind in kinds if f"{kind}_indptr" in data.files}
+                kinds = {kind: Bm25.from_arrays(data, kind) for kind in _KINDS if f"{kind}_indptr" in data.files}
+                heads = unblob(data["heads"], data["heads_ends"])
         except _READ_ERRORS:  # the bytes written, of the wrong shape: built instead
-            return {}
-
-    @property
-    def _table_key(self) -> list[Any]:
-        return [self.table.stamp, len(self.table.ids)]
-
-    @cached_property
-    def _notes_key(self) -> str:
-        """What the note index is made from besides the table's texts: every note's title and aliases."""
-        return hashlib.sha256(json.dumps([self.note_ids, self.heads]).encode()).hexdigest()
+            return None
+        notes = base.groups[0]
+        fits = len(heads) == len(notes) and all(k.num_docs == len(base.note_ids) for k in _chunk_kinds(kinds))
+        if not fits or any(k.num_docs != len(notes) for k in _note_kinds(kinds)):
+            return None
+        return BaseIndexes(base.generation, kinds, heads)
 
     @property
     def stale(self) -> bool:
-        """Whether ``saved`` lacks an index this table could have loaded (so a save would help)."""
-        return self.saved is not None and self.table.stamp is not None and len(self._from_file) < len(_KINDS)
+        """Whether ``saved`` lacks an index this table could have saved (so a ``save`` would help): only a table that
+        is its base itself can (`index` saves the indexes of a new base whenever it writes one)."""
+        base = self.table.base
+        if self.saved is None or base is None or base.changed:
+            return False
+        return self.base is None or len(self.base.kinds) < len(_KINDS)
 
     @cached_property
-    def notes(self) -> Bm25:
-        if "notes" in self._from_file:
-            return self._from_file["notes"]
-        return Bm25.build([self._note_words(i) for i in range(len(self.note_ids))])
+    def _chunk_rows(self) -> tuple[np.ndarray, list[int]]:
+        """Each base chunk's row now (-1: its note changed), and the rows of the changed notes' chunks."""
+        base = self.table.base
+        assert base is not None
+        return base.chunk_rows(self.table), base.fresh_rows(self.table)
 
     @cached_property
-    def chunks(self) -> Bm25:
-        if "chunks" in self._from_file:
-            return self._from_file["chunks"]
-        return Bm25.build([words(t) for t in self.table.texts])
+    def _note_rows(self) -> tuple[np.ndarray, list[int]]:
+        """Each base note's place now (-1: its chunks, title or aliases changed, or it is gone), and the places of
+        the notes that changed."""
+        base, indexes = self.table.base, self.base
+        assert base is not None and indexes is not None
+        place = {note: i for i, note in enumerate(self.note_ids)}
+        was = dict(zip(base.groups[0], indexes.heads, strict=True))
+        fresh = [i for i, note in enumerate(self.note_ids) if note in base.changed or was.get(note) != self.heads[i]]
+        changed = {self.note_ids[i] for i in fresh}
+        rows = [-1 if note in changed else place.get(note, -1) for note in base.groups[0]]
+        return np.asarray(rows, dtype=np.int64), fresh
 
     @cached_property
-    def note_pairs(self) -> Bm25:
-        if "note_pairs" in self._from_file:
-            return self._from_file["note_pairs"]
-        return Bm25.build([pairs(self._note_words(i)) for i in range(len(self.note_ids))])
+    def _fresh_words(self) -> dict[int, list[str]]:
+        return {row: words(self.table.texts[row]) for row in self._chunk_rows[1]}
 
     @cached_property
-    def chunk_pairs(self) -> Bm25:
-        if "chunk_pairs" in self._from_file:
-            return self._from_file["chunk_pairs"]
-        return Bm25.build([pairs(words(t)) for t in self.table.texts])
+    def _fresh_note_words(self) -> dict[int, list[str]]:
+        return {i: self._note_words(i) for i in self._note_rows[1]}
+
+    def _from_base(self, kind: str) -> Bm25 | Parted | None:
+        """``kind``'s index from the base's: as saved when nothing changed since, else in parts."""
+        indexes = self.base
+        if indexes is None or kind not in indexes.kinds:
+            return None
+        if kind in ("chunks", "chunk_pairs"):
+            rows, fresh = self._chunk_rows
+            docs = [self._fresh_words[r] if kind == "chunks" else pairs(self._fresh_words[r]) for r in fresh]
+            size = len(self.table.ids)
+        else:
+            rows, fresh = self._note_rows
+            docs = [self._fresh_note_words[i] if kind == "notes" else pairs(self._fresh_note_words[i]) for i in fresh]
+            size = len(self.note_ids)
+        if not fresh and len(rows) == size and np.array_equal(rows, np.arange(size)):
+            return indexes.kinds[kind]
+        added = Part(Bm25.build(docs), np.asarray(fresh, dtype=np.int64))
+        return Parted([Part(indexes.kinds[kind], rows), added], size)
+
+    def compacted(self) -> dict[str, Bm25] | None:
+        """The four indexes of this table in one piece each, made from the base's (their counts kept, the changed
+        documents read again: `Bm25.updated`), to be saved for a new base; None without the base's four."""
+        indexes = self.base
+        if indexes is None or len(indexes.kinds) < len(_KINDS):
+            return None
+        rows, fresh = self._chunk_rows
+        notes, note_words = self._note_rows[0], self._fresh_note_words
+        chunk_docs, note_docs = len(self.table.ids), len(self.note_ids)
+        return {
+            "chunks": indexes.kinds["chunks"].updated(rows, self._fresh_words, chunk_docs),
+            "chunk_pairs": indexes.kinds["chunk_pairs"].updated(
+                rows, {r: pairs(w) for r, w in self._fresh_words.items()}, chunk_docs
+            ),
+            "notes": indexes.kinds["notes"].updated(notes, note_words, note_docs),
+            "note_pairs": indexes.kinds["note_pairs"].updated(
+                notes, {i: pairs(w) for i, w in note_words.items()}, note_docs
+            ),
+        }
+
+    @cached_property
+    def notes(self) -> Bm25 | Parted:
+        return self._from_base("notes") or Bm25.build([self._note_words(i) for i in range(len(self.note_ids))])
+
+    @cached_property
+    def chunks(self) -> Bm25 | Parted:
+        return self._from_base("chunks") or Bm25.build([words(t) for t in self.table.texts])
+
+    @cached_property
+    def note_pairs(self) -> Bm25 | Parted:
+        found = self._from_base("note_pairs")
+        return found or Bm25.build([pairs(self._note_words(i)) for i in range(len(self.note_ids))])
+
+    @cached_property
+    def chunk_pairs(self) -> Bm25 | Parted:
+        return self._from_base("chunk_pairs") or Bm25.build([pairs(words(t)) for t in self.table.texts])
 
     def _note_words(self, i: int) -> list[str]:
         """The words of the ``i``-th note: its head twice, then its chunk texts."""
@@ -357,74 +594,36 @@ class Lexical:
             scores = scores + self.chunk_pairs.get_scores(pairs(q))
         return scores
 
-    def updated(self, table: ChunkTable, heads: Mapping[str, str]) -> Lexical:
-        """The indexes of ``table`` (this one's table after an edit; ``heads``: its notes' `note_head`) made from
-        this one's: a note whose chunk texts are the same keeps its chunks' counts, and its own when its head is
-        the same too; the rest are read again. Equal to a build from scratch (tests/test_lexical_update.py); costs
-        the changed documents' words and a few passes of numpy over the counts."""
-        new = Lexical(table, self.graph, heads=heads)
-        before = {note: i for i, note in enumerate(self.note_ids)}
-        moved_chunks = np.full(len(self.table.ids), -1, dtype=np.int64)
-        moved_notes = np.full(len(self.note_ids), -1, dtype=np.int64)
-        fresh_chunks: dict[int, list[str]] = {}
-        fresh_notes: dict[int, list[str]] = {}
-        for i, note in enumerate(new.note_ids):
-            rows, old = table.rows_of[note], self.table.rows_of.get(note, [])
-            if [table.texts[r] for r in rows] == [self.table.texts[r] for r in old]:
-                moved_chunks[old] = rows
-                if new.heads[i] == self.heads[before[note]]:
-                    moved_notes[before[note]] = i
-                    continue
-            else:
-                fresh_chunks.update((r, words(table.texts[r])) for r in rows)
-            fresh_notes[i] = new._note_words(i)
-        chunk_docs, note_docs = len(table.ids), len(new.note_ids)
-        chunk_pairs = {r: pairs(w) for r, w in fresh_chunks.items()}
-        new.__dict__.update(
-            chunks=self.chunks.updated(moved_chunks, fresh_chunks, chunk_docs),
-            chunk_pairs=self.chunk_pairs.updated(moved_chunks, chunk_pairs, chunk_docs),
-            notes=self.notes.updated(moved_notes, fresh_notes, note_docs),
-            note_pairs=self.note_pairs.updated(moved_notes, {i: pairs(w) for i, w in fresh_notes.items()}, note_docs),
-        )
-        return new
-
-    def save(self, path: Path) -> None:
-        """Write the four indexes to ``path``, stamped with the table's and the notes' keys, atomically (a reader,
-        or a run killed here, sees the old file or the new one). A table read from Chroma has no stamp: nothing is
-        written."""
-        if self.table.stamp is None:
-            return
-        meta = {"format": LEXICAL_FORMAT, "table": self._table_key, "notes": self._notes_key}
+    def save(self, path: Path) -> BaseIndexes | None:
+        """Write the four indexes to ``path`` as those of the table's base, atomically (a reader, or a run killed
+        here, sees the old file or the new one), and return them. Only a table that is its own base (saved, no
+        change since) has them whole: otherwise (or when any is in parts) nothing is written."""
+        base = self.table.base
+        kinds = {kind: getattr(self, kind) for kind in _KINDS} if base is not None and not base.changed else {}
+        if base is None or not all(isinstance(index, Bm25) for index in kinds.values()) or not kinds:
+            return None
+        meta = {"format": LEXICAL_FORMAT, "table": base.generation}
         heads, ends = blob(self.heads)
-        arrays: dict[str, np.ndarray] = {"heads": heads, "heads_ends": ends}  # what `saved_for` compares with
-        for kind in _KINDS:
-            arrays.update(getattr(self, kind).arrays(kind))
+        arrays: dict[str, np.ndarray] = {"heads": heads, "heads_ends": ends}  # the base heads, compared by a search
+        for kind, index in kinds.items():
+            arrays.update(index.arrays(kind))  # type: ignore[union-attr]
         save_npz(path, LEXICAL_MAGIC, meta, arrays)
+        return BaseIndexes(base.generation, kinds, list(self.heads))  # type: ignore[arg-type]
 
-    def saved_in(self, path: Path) -> bool:
-        """Whether the file at ``path`` says it holds this table's and these notes' indexes (its head alone is
-        read: a damaged body is found, and rebuilt, by the search that loads it)."""
+    @staticmethod
+    def saved_in(path: Path, generation: str) -> bool:
+        """Whether the file at ``path`` says it holds the indexes of base ``generation`` (its head alone is read: a
+        damaged body is found, and rebuilt, by the search that loads it)."""
         head = read_head(path, LEXICAL_MAGIC)
-        wanted = {"format": LEXICAL_FORMAT, "table": self._table_key, "notes": self._notes_key}
-        return head is not None and all(head.get(key) == value for key, value in wanted.items())
+        return head is not None and head.get("format") == LEXICAL_FORMAT and head.get("table") == generation
 
-    @classmethod
-    def saved_for(cls, table: ChunkTable, path: Path) -> Lexical | None:
-        """The four indexes saved at ``path`` for ``table`` (a saved one: stamped), with the note heads they were
-        made from, ready to be ``updated``; None when the file is missing, damaged, or lacks any of them."""
-        read = read_lexical(path)
-        if read.found is None or table.stamp is None:
-            return None
-        try:
-            with np.load(io.BytesIO(read.found[1]), allow_pickle=False) as data:
-                heads = unblob(data["heads"], data["heads_ends"])
-        except _READ_ERRORS:
-            return None
-        notes = sorted(table.rows_of)
-        if len(heads) != len(notes):
-            return None
-        saved = cls(table, None, path, read, heads=dict(zip(notes, heads, strict=True)))
-        return None if saved.stale else saved
+
+def _chunk_kinds(kinds: dict[str, Bm25]) -> list[Bm25]:
+    return [index for kind, index in kinds.items() if kind in ("chunks", "chunk_pairs")]
+
+
+def _note_kinds(kinds: dict[str, Bm25]) -> list[Bm25]:
+    return [index for kind, index in kinds.items() if kind in ("notes", "note_pairs")]
 
 
 @dataclass(frozen=True)

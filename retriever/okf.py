@@ -6,7 +6,7 @@ producer's code (imports go one way), so the version it understands is written d
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,18 +95,54 @@ def concept_texts(bundle: Path, ids: Collection[str] | None = None) -> list[Conc
     return [ConceptText(cid, title or cid.rsplit("/", 1)[-1], body or "") for cid, title, body in rows]
 
 
-def concept_hashes(bundle: Path) -> tuple[dict[str, str], Names | None]:
-    """Every concept's note hash by id, and its title and aliases as the note graph holds them (``graph_rows``)
-    without its links: None for a database without them (a hand-made one)."""
+# What a concept's note hash is made from changes only with its key: the sha256 of its doc's bytes (the convert's
+# ``content_hash``: the doc holds the title and the body) and the body's length in bytes (the doc ends the body
+# with a newline it may lack)
+_KEY = "content_hash || ':' || strlen(body)"
+_MOST_BY_ID = 4  # hashing more than 1 in this many notes (and 64) by id costs more than hashing all
+
+
+def concept_hashes(
+    bundle: Path, known: Mapping[str, tuple[str, str]] | None = None
+) -> tuple[dict[str, str], Names | None, dict[str, str]]:
+    """Every concept's note hash by id; its title and aliases as the note graph holds them (``graph_rows``) without
+    its links (None for a database without them: a hand-made one); and its key (``_KEY``; none in such a database).
+
+    With ``known`` (id -> (key, note hash), as an earlier call found them), a concept whose key is the same keeps
+    its hash, and only the others are hashed: an index after one edit hashes one note, not the vault."""
     import duckdb
 
     with read_bundle(bundle) as con:
-        hashes = dict(con.execute(f"SELECT id, {_NOTE_HASH} FROM concepts ORDER BY id").fetchall())
         try:
-            rows = con.execute("SELECT id, title, aliases FROM concepts").fetchall()
+            rows = con.execute(f"SELECT id, {_KEY}, title, aliases FROM concepts ORDER BY id").fetchall()
         except duckdb.Error:
-            return hashes, None
-    return hashes, {cid: (title, tuple(aliases)) for cid, title, aliases in rows}
+            return _hashes_of(con, None), _names_of(con), {}
+        keys = {cid: key for cid, key, _, _ in rows}
+        known = known or {}
+        todo = [cid for cid, key in keys.items() if cid not in known or known[cid][0] != key]
+        fresh = _hashes_of(con, todo if len(todo) <= max(64, len(keys) // _MOST_BY_ID) else None)
+    hashes = {cid: fresh[cid] if cid in fresh else known[cid][1] for cid in keys}
+    return hashes, {cid: (title, tuple(aliases)) for cid, _, title, aliases in rows}, keys
+
+
+def _hashes_of(con: Any, ids: list[str] | None) -> dict[str, str]:
+    """The note hash of every concept (with ``ids``, of those)."""
+    if ids is None:
+        return dict(con.execute(f"SELECT id, {_NOTE_HASH} FROM concepts ORDER BY id").fetchall())
+    if not ids:
+        return {}
+    query = f"SELECT id, {_NOTE_HASH} FROM concepts WHERE id IN (SELECT unnest(?::VARCHAR[]))"
+    return dict(con.execute(query, [ids]).fetchall())
+
+
+def _names_of(con: Any) -> Names | None:
+    import duckdb
+
+    try:
+        rows = con.execute("SELECT id, title, aliases FROM concepts").fetchall()
+    except duckdb.Error:
+        return None
+    return {cid: (title, tuple(aliases)) for cid, title, aliases in rows}
 
 
 def graph_rows(bundle: Path) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:

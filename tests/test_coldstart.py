@@ -20,7 +20,7 @@ from bundle_checks import indexed_bundle
 
 from retriever.cachefile import read_cache
 from retriever.graph import Concept, NoteGraph
-from retriever.memory import LEXICAL_MAGIC, Bm25, ChunkTable, Lexical, save_npz, words
+from retriever.memory import LEXICAL_MAGIC, Base, Bm25, ChunkTable, Lexical, save_npz, words
 
 CLI = [sys.executable, "-c", "from vault2okf.cli import app; app(prog_name='vault2okf')"]
 NOTES = {
@@ -97,6 +97,7 @@ def test_bm25_scores_are_bm25s_scores() -> None:
 
 
 def _table(stamp: str | None = "chroma-id:7:3") -> ChunkTable:
+    """A saved table (its own base, generation ``stamp``), or with no stamp one read from Chroma (no base)."""
     texts = ["Maren Voss keeps the lighthouse.", "The lighthouse stands on the cape.", "Greywater rings its bell."]
     notes = ["People/Maren Voss", "Places/Cape Lighthouse", "Places/Greywater"]
     return ChunkTable(
@@ -107,6 +108,7 @@ def _table(stamp: str | None = "chroma-id:7:3") -> ChunkTable:
         vectors=np.eye(3, dtype=np.float32),
         rows_of={n: [i] for i, n in enumerate(notes)},
         stamp=stamp,
+        base=Base(stamp, notes) if stamp else None,
     )
 
 
@@ -123,7 +125,8 @@ def test_saved_indexes_load_and_score_the_same(tmp_path: Path) -> None:
     built = Lexical(_table(), _graph())
     built.save(path)
     loaded = Lexical(_table(), _graph(), path)
-    assert set(loaded._from_file) == {"chunks", "notes", "chunk_pairs", "note_pairs"} and not loaded.stale
+    assert loaded.base is not None and not loaded.stale
+    assert set(loaded.base.kinds) == {"chunks", "notes", "chunk_pairs", "note_pairs"}
     for question in ("who keeps the lighthouse", "the keeper", "bell of Greywater", "of the"):
         for phrases in (False, True):
             assert np.array_equal(
@@ -140,23 +143,26 @@ def test_a_saved_index_without_the_pair_indexes_gives_the_others_and_is_stale(tm
     with np.load(io.BytesIO(found[1])) as data:  # a file written before the pair indexes
         save_npz(path, LEXICAL_MAGIC, found[0], {k: data[k] for k in data.files if "_pairs_" not in k})
     old = Lexical(_table(), _graph(), path)
-    assert set(old._from_file) == {"chunks", "notes"} and old.stale
+    assert old.base is not None and set(old.base.kinds) == {"chunks", "notes"} and old.stale
     assert old.note_scores("keeps the lighthouse", phrases=True) == Lexical(_table(), _graph()).note_scores(
         "keeps the lighthouse", phrases=True
     )
 
 
-def test_a_saved_index_of_another_table_or_other_aliases_is_not_used(tmp_path: Path) -> None:
+def test_a_saved_index_of_another_table_is_not_used_and_other_aliases_are_scored_apart(tmp_path: Path) -> None:
     path = tmp_path / "lexical-c.npz"
     Lexical(_table(), _graph()).save(path)
-    other_table = Lexical(_table("chroma-id:8:3"), _graph(), path)  # Chroma changed since: nothing is loaded
-    assert other_table._from_file == {} and other_table.stale
-    renamed = Lexical(_table(), _graph(alias="the warden"), path)  # convert changed an alias: the notes are rebuilt
-    assert set(renamed._from_file) == {"chunks", "chunk_pairs"} and renamed.stale
+    other_table = Lexical(_table("chroma-id:8:3"), _graph(), path)  # another base: nothing is loaded
+    assert other_table.base is None and other_table.stale
+    renamed = Lexical(_table(), _graph(alias="the warden"), path)  # convert changed an alias: that note apart
+    assert renamed.base is not None and not renamed.stale
+    built = Lexical(_table(), _graph(alias="the warden"))
     assert renamed.note_scores("the warden")["People/Maren Voss"] > 0
+    for question in ("the warden", "the keeper", "who keeps the lighthouse"):
+        assert renamed.note_scores(question, phrases=True) == built.note_scores(question, phrases=True)
     assert Lexical(_table(), _graph(), path).note_scores("the warden")["People/Maren Voss"] == 0
-    unstamped = Lexical(_table(stamp=None), _graph(), path)  # a table read from Chroma: no stamp to match
-    assert unstamped._from_file == {} and not unstamped.stale
+    unstamped = Lexical(_table(stamp=None), _graph(), path)  # a table read from Chroma: no base to match
+    assert unstamped.base is None and not unstamped.stale
     unstamped.save(tmp_path / "never.npz")
     assert not (tmp_path / "never.npz").exists()
 
@@ -166,7 +172,7 @@ def test_a_damaged_saved_index_is_rebuilt(tmp_path: Path) -> None:
     Lexical(_table(), _graph()).save(path)
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])  # a file cut short
     damaged = Lexical(_table(), _graph(), path)
-    assert damaged._from_file == {} and damaged.stale
+    assert damaged.base is None and damaged.stale
     assert np.array_equal(damaged.chunk_scores("lighthouse"), Lexical(_table(), _graph()).chunk_scores("lighthouse"))
 
 
@@ -192,7 +198,8 @@ def test_index_saves_the_bm25_indexes_of_its_table(bundle: Path) -> None:
     found = read_cache(path, LEXICAL_MAGIC, 1 << 30)
     assert found is not None
     saved = found[0]
-    assert saved["table"] == [table.stamp, len(table.ids)] == [table.stamp, read_index_info(bundle).chunks]
+    assert table.base is not None and saved["table"] == table.base.generation
+    assert len(table.ids) == read_index_info(bundle).chunks
 
 
 @pytest.mark.slow

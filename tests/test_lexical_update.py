@@ -1,6 +1,7 @@
 """An edit's index costs what it touches (issue 38): the saved chunk table is patched with the edited notes' chunks
-and the four BM25 indexes are updated by the documents that changed, and both must be exactly what a build from
-scratch of the same bundle gives: the same rows and vectors, the same term counts, bit-equal scores.
+(and the edit appended to its log), the four BM25 indexes of its base are scored beside an index of the documents
+that changed since (or, when those are many, made into new ones), and all must be exactly what a build from scratch
+of the same bundle gives: the same rows and vectors, the same term counts, bit-equal scores.
 
 The property tests run random edit sequences (a chunk's text changed, chunks added and removed, notes added,
 deleted and renamed, titles and aliases changed) over small synthetic tables, no model; the last test edits a real
@@ -14,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retriever.bm25 import Bm25
+from retriever.bm25 import Bm25, Parted
 from retriever.cachefile import unblob
-from retriever.memory import ChunkTable, Lexical, note_head
+from retriever.memory import Base, ChunkTable, Lexical, note_head
 from retriever.store import StoredRow
 
 WORDS = [
@@ -76,14 +77,9 @@ def _edit(rng: random.Random, notes: dict[str, list[str]], heads: dict[str, str]
         notes[note] = []
 
 
-def _counts(index: Bm25) -> tuple[dict[str, dict[int, int]], list[int]]:
-    """An index's contents without its numbering of terms: term -> {document: count}, and the lengths."""
-    columns = {}
-    for column, term in enumerate(index.terms):
-        start, end = int(index.indptr[column]), int(index.indptr[column + 1])
-        if end > start:
-            columns[term] = dict(zip(index.docs[start:end].tolist(), index.counts[start:end].tolist(), strict=True))
-    return columns, index.lengths.tolist()
+def _counts(index: Bm25 | Parted) -> tuple[dict[str, dict[int, int]], list[int]]:
+    """An index's contents without its numbering of terms or its parts: term -> {document: count}, the lengths."""
+    return index.contents()
 
 
 def _same_as_built(lexical: Lexical, rng: random.Random) -> None:
@@ -114,25 +110,57 @@ def test_scores_from_counts_are_bm25s_scores_bit_for_bit(seed: int) -> None:
         assert np.array_equal(ours.get_scores(query), want), query
 
 
+def _based(notes: dict[str, list[str]], base: ChunkTable, stamp: str) -> ChunkTable:
+    """The table of ``notes`` as `index` patches it from ``base``: its base names the notes changed since."""
+    table = _table(notes, stamp)
+    assert base.base is not None
+    before = {note: [base.texts[r] for r in rows] for note, rows in base.rows_of.items()}
+    now = {note: [table.texts[r] for r in rows] for note, rows in table.rows_of.items()}
+    table.base = base.base.since({n for n in {*before, *now} if before.get(n) != now.get(n)})
+    return table
+
+
 @pytest.mark.parametrize("seed", range(6))
-def test_updated_indexes_equal_indexes_built_anew(seed: int, tmp_path: Path) -> None:
+def test_indexes_of_a_base_and_its_changes_equal_indexes_built_anew(seed: int, tmp_path: Path) -> None:
     rng = random.Random(seed)
     notes = {f"Folder/Note {i}": [_text(rng) for _ in range(rng.randint(0, 3))] for i in range(12)}
     heads = {note: note_head(note.split("/")[-1], []) for note in notes}
-    lexical = Lexical(_table(notes, "s:0"), None, heads=heads)
+    path = tmp_path / "lexical.npz"
+    base = _table(notes, "s:0")
+    base.base = Base("g0", base.note_ids)
+    Lexical(base, None, heads=heads).save(path)
     for step in range(1, 25):
         for _ in range(rng.randint(1, 3)):
             _edit(rng, notes, heads)
-        table = _table(notes, f"s:{step}")
-        lexical = lexical.updated(table, dict(heads))
+        table = _based(notes, base, f"s:{step}")
+        lexical = Lexical(table, None, path, heads=dict(heads))
+        assert lexical.base is not None and not lexical.stale  # read from the base's file, not built
         _same_as_built(lexical, rng)
-        if step % 3 == 0:  # through the saved file, as the next `index` reads it (the terms' bytes extended)
-            path = tmp_path / "lexical.npz"
-            lexical.save(path)
-            loaded = Lexical.saved_for(table, path)
-            assert loaded is not None and not loaded.stale
-            assert loaded.note_scores("keeper of the lighthouse") == lexical.note_scores("keeper of the lighthouse")
-            lexical = loaded
+        if step % 4 == 0:  # many changes: a new base, its indexes made from the old one's
+            kinds = lexical.compacted()
+            assert kinds is not None and all(isinstance(index, Bm25) for index in kinds.values())
+            base = _table(notes, f"s:{step}")
+            base.base = Base(f"g{step}", base.note_ids)
+            fresh = Lexical(base, None, heads=dict(heads))
+            fresh.__dict__.update(kinds)
+            _same_as_built(fresh, rng)
+            assert fresh.save(path) is not None
+
+
+def test_a_parted_index_leaves_out_what_changed_and_counts_only_live_documents() -> None:
+    base = Bm25.build([["iron", "crown"], ["iron"], ["salt"]])
+    table = _table({"a": ["iron crown"], "b": ["iron"], "c": ["salt"]})
+    table.base = Base("g", table.note_ids, frozenset({"b"}))
+    lexical = Lexical(table, None, heads={n: "" for n in "abc"}, base=None)
+    assert lexical.base is None  # no file: built
+    from retriever.bm25 import Part
+
+    parted = Parted([Part(base, np.array([0, -1, 2])), Part(Bm25.build([["salt", "salt"]]), np.array([1]))], 3)
+    built = Bm25.build([["iron", "crown"], ["salt", "salt"], ["salt"]])
+    assert parted.df("iron") == 1 == built.df("iron") and parted.df("salt") == 2
+    for query in (["iron"], ["salt"], ["crown", "salt", "iron"], ["nowhere"]):
+        assert np.array_equal(parted.get_scores(query), built.get_scores(query)), query
+    assert parted.contents() == built.contents()
 
 
 def test_terms_no_document_holds_are_dropped_and_the_scores_stay() -> None:
@@ -171,6 +199,55 @@ def test_a_patched_table_is_the_table_read_anew(seed: int) -> None:
         assert np.array_equal(table.tokens, want.tokens) and np.array_equal(table.vectors, want.vectors)
 
 
+def _save_base(path: Path, table: ChunkTable, generation: str) -> None:
+    table.base = Base(generation, table.note_ids)
+    table.save(path, {"fingerprint": table.stamp, "generation": generation, "note_hashes": {}})
+
+
+def _same_table(got: ChunkTable, want: ChunkTable) -> None:
+    assert (got.ids, got.note_ids, got.texts, got.rows_of) == (want.ids, want.note_ids, want.texts, want.rows_of)
+    assert np.array_equal(got.tokens, want.tokens) and np.array_equal(got.vectors, want.vectors)
+
+
+def test_a_saved_table_and_its_log_read_as_the_last_edit_left_it_and_a_cut_record_is_left_out(tmp_path: Path) -> None:
+    from retriever.memory import TableLog, log_path
+
+    rng = random.Random(7)
+    notes = {f"Folder/Note {i}": [_text(rng) for _ in range(rng.randint(1, 3))] for i in range(8)}
+    heads: dict[str, str] = {note: "" for note in notes}
+    path = tmp_path / "table-c.npz"
+    _save_base(path, _table(notes, "f:0"), "g0")
+    log = TableLog(log_path(path), "g0")
+    states = [_table(notes, "f:0")]
+    for step in range(1, 6):
+        before = {n: list(t) for n, t in notes.items()}
+        _edit(rng, notes, heads)
+        states.append(_table(notes, f"f:{step}"))
+        changed = {n for n in {*before, *notes} if before.get(n) != notes.get(n)}
+        log.append({"fingerprint": f"f:{step}", "note_hashes": {n: f"h{step}" for n in changed if n in notes}},
+                   states[-1], changed, step)  # fmt: skip
+        loaded = ChunkTable.load(path)
+        assert loaded is not None
+        table, meta = loaded
+        _same_table(table, states[-1])
+        assert table.stamp == meta["fingerprint"] == f"f:{step}" and meta["log_records"] == step
+        assert table.base is not None and table.base.generation == "g0"
+    whole = log_path(path).read_bytes()
+    log_path(path).write_bytes(whole[:-10])  # killed while the last record was written
+    loaded = ChunkTable.load(path)
+    assert loaded is not None and loaded[0].stamp == "f:4"  # the edit before: older than Chroma, and said so
+    _same_table(loaded[0], states[4])
+    again = TableLog(log_path(path), "g0")
+    again.read(1 << 30)
+    again.append({"fingerprint": "f:5"}, states[5], list(states[5].rows_of), 5)  # a rerun: the cut record cut off
+    loaded = ChunkTable.load(path)
+    assert loaded is not None and loaded[0].stamp == "f:5"
+    _same_table(loaded[0], states[5])
+    _save_base(path, _table(notes, "f:9"), "g1")  # a new base: the old log is another generation's, not read
+    loaded = ChunkTable.load(path)
+    assert loaded is not None and loaded[0].stamp == "f:9" and loaded[1]["log_records"] == 0
+
+
 # --- a real bundle: convert, index with MiniLM, edit, index again -------------------------------------------------
 
 NOTES = {
@@ -194,6 +271,7 @@ QUESTIONS = ["Who keeps the lighthouse?", "the warden of the ferry", "bell tower
 def test_an_edited_index_searches_as_one_built_anew(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from bundle_checks import indexed_bundle
 
+    from retriever import index as index_module
     from retriever.graph import load_graph
     from retriever.index import index_bundle, lexical_path, open_table, read_index_info
     from retriever.retrieve import Retriever, SearchSpec
@@ -208,7 +286,10 @@ def test_an_edited_index_searches_as_one_built_anew(tmp_path: Path, monkeypatch:
 
     monkeypatch.setattr(ChunkStore, "stored_metadata", full_read)
     specs = [SearchSpec(), SearchSpec(seeds="hybrid", phrases=True)]
-    for what, path, text, moved in EDITS:
+    for n, (what, path, text, moved) in enumerate(EDITS):
+        whole = n in (1, 3)  # these edits write the table and its BM25 indexes whole, the others append to its log
+        monkeypatch.setattr(index_module, "COMPACT_MIN", 0 if whole else 10**6)
+        monkeypatch.setattr(index_module, "COMPACT_LOG", 10**6 if whole else 0)
         if moved:
             (vault / path).rename(vault / moved)
         elif text is None:
@@ -220,12 +301,13 @@ def test_an_edited_index_searches_as_one_built_anew(tmp_path: Path, monkeypatch:
         index_bundle(bundle, embedder_name="minilm", progress=False)
         info, saved, store = open_table(bundle)
         assert store is None, what  # the saved table matches Chroma
+        assert saved.base is not None and bool(saved.base.changed) != whole, what
         fresh = ChunkTable.from_store(ChunkStore(open_client(bundle), info.collection))
         assert (saved.ids, saved.texts, saved.rows_of) == (fresh.ids, fresh.texts, fresh.rows_of), what
         assert np.array_equal(saved.vectors, fresh.vectors) and np.array_equal(saved.tokens, fresh.tokens), what
         graph = load_graph(bundle)
         loaded = Lexical(saved, graph, lexical_path(bundle, read_index_info(bundle).collection))
-        assert not loaded.stale, what  # every index comes from the file `index` updated
+        assert loaded.base is not None and len(loaded.base.kinds) == 4, what  # from the file `index` wrote
         built = Lexical(fresh, graph)
         for kind in ("chunks", "notes", "chunk_pairs", "note_pairs"):
             assert _counts(getattr(loaded, kind)) == _counts(getattr(built, kind)), (what, kind)
@@ -236,3 +318,19 @@ def test_an_edited_index_searches_as_one_built_anew(tmp_path: Path, monkeypatch:
             for spec in specs:
                 got = [(h.note_id, h.score) for h in opened.search(question, spec, qvec=qvec).hits]
                 assert got == [(h.note_id, h.score) for h in anew.search(question, spec, qvec=qvec).hits], what
+
+    # killed while the last edit's record was written: the table reads as the edit before, older than Chroma, so a
+    # search reads Chroma (and says an index was interrupted); the rerun completes the index
+    from retriever.memory import log_path
+
+    monkeypatch.undo()
+    table = index_module.table_path(bundle, read_index_info(bundle).collection)
+    log = log_path(table)
+    assert log.is_file()
+    log.write_bytes(log.read_bytes()[:-7])
+    _, read, store = open_table(bundle)
+    assert store is not None and read.ids == fresh.ids
+    assert Retriever.open(bundle).search(QUESTIONS[0], specs[0]).hits
+    index_bundle(bundle, embedder_name="minilm", progress=False)
+    _, saved, store = open_table(bundle)
+    assert store is None and saved.ids == fresh.ids and np.array_equal(saved.vectors, fresh.vectors)

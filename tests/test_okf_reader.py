@@ -43,7 +43,7 @@ def test_duckdb_hashes_each_note_as_index_does(bundle: Path) -> None:
     with duckdb.connect(str(bundle / "okf.duckdb")) as con:  # an empty title, text past ASCII, a NUL, a folder
         con.execute("UPDATE concepts SET title = '', body = 'Ünïcode — ☃ \x00 and 🌊' WHERE id = 'Tam'")
         con.execute("INSERT INTO concepts SELECT * REPLACE ('Folder/Ash' AS id, '' AS title) FROM concepts LIMIT 1")
-    hashes, names = concept_hashes(bundle)
+    hashes, names, _ = concept_hashes(bundle)
     texts = concept_texts(bundle)
     assert hashes == {c.id: note_hash(c.title, c.body) for c in texts} and len(hashes) == 3
     assert [c.title for c in texts] == ["Ash", "Mira", "Tam"]  # the file name where the title is empty
@@ -88,3 +88,22 @@ def test_a_damaged_database_is_an_error_not_a_crash(bundle: Path) -> None:
     (bundle / "okf.duckdb").write_bytes(b"this is not a duckdb file" * 100)
     with pytest.raises(RetrieverError, match="cannot be opened"):
         concept_texts(bundle)
+
+
+def test_only_notes_whose_key_changed_are_hashed_again(bundle: Path) -> None:
+    """A note keeps the hash ``known`` gives it while its key (its doc's sha256, its body's length) is the one known
+    with it: the fake hashes below come back for those, and the notes whose key moved are hashed for real."""
+    from retriever.index import note_hash
+
+    hashes, _, keys = concept_hashes(bundle)
+    assert set(keys) == set(hashes) == {"Mira", "Tam"} and len(set(keys.values())) == 2
+    assert concept_hashes(bundle, {note: (keys[note], "fake") for note in keys})[0] == {"Mira": "fake", "Tam": "fake"}
+    with duckdb.connect(str(bundle / "okf.duckdb")) as con:  # a new line at the end: the doc's bytes are the same
+        con.execute("UPDATE concepts SET body = body || chr(10) WHERE id = 'Tam'")
+    found, _, moved = concept_hashes(bundle, {note: (keys[note], "fake") for note in keys})
+    tam = next(c for c in concept_texts(bundle) if c.id == "Tam")
+    assert found == {"Mira": "fake", "Tam": note_hash(tam.title, tam.body)} and moved["Tam"] != keys["Tam"]
+    with duckdb.connect(str(bundle / "okf.duckdb")) as con:  # another doc (a retitled note)
+        con.execute("UPDATE concepts SET title = 'Mira of the Cape', content_hash = 'other' WHERE id = 'Mira'")
+    found, _, _ = concept_hashes(bundle, {note: (keys[note], "fake") for note in keys})
+    assert found["Mira"] == note_hash("Mira of the Cape", next(c.body for c in concept_texts(bundle) if c.id == "Mira"))

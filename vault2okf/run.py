@@ -45,7 +45,7 @@ from vault2okf.meta import Meta
 from vault2okf.names import assign_doc_paths
 from vault2okf.parse import Link, Note, Problem
 from vault2okf.protocol import DATABASE, database
-from vault2okf.report import LinkRecord, LinkReport, ReportMemo, type_rows
+from vault2okf.report import Changed, LastReport, LinkRecord, LinkReport, ReportMemo, type_rows
 from vault2okf.resolve import (
     NOTE_STATUSES,
     Resolution,
@@ -299,6 +299,8 @@ class Run:
         blocks = block_sets((p, self.works[p].reading.blocks) for p in self.paths)
         kept = self.last.records if self.last is not None else {}
         self.note_records: dict[str, tuple[Any, ...]] = {}
+        old_notes = self.old.notes if self.old is not None else {}
+        self.changed: list[Changed] = []  # the records before and after of each note whose records changed
         taken = 0  # notes whose records are the very ones of last time, or make the same edges
         for path in self.paths:  # block refs checked once every note's block ids are known
             w = self.works[path]
@@ -314,9 +316,19 @@ class Run:
                 taken += was is not None and _edges(was[2]) == _edges(records)
             self.note_records[path] = (links, checked, records)
             self.records.extend(records)
+            st = old_notes.get(path)
+            if st is not None and not (links is st.links and resolved is st.resolved
+                                       and w.missing_blocks == st.inputs[2]):  # fmt: skip
+                self.changed.append((_records_of(path, st), records))
         # the same notes in the same order, each with the very records of last time or the same edges: the same
         # link graph as a watcher's last convert
         self.same_graph = taken == len(self.paths) == len(kept) and list(kept) == self.paths
+        if not self.same_graph and self.old is not None and self.last is not None and self.last.graph[0]:
+            # a fresh process: the last convert's notes in the same order, every note's records the very ones of
+            # its state but for the changed ones, which make the same edges: the graph of the cached analytics
+            self.same_graph = list(self.old.notes) == self.paths and all(
+                _edges(old) == _edges(new) for old, new in self.changed
+            )
 
     def _moved_aliases(self) -> frozenset[str] | None:
         """Where only aliases changed since the last convert (the same notes, attachments and excluded files): the
@@ -453,6 +465,8 @@ class Run:
             variants = tuple(spelling_variants(notes, self.aliases, self.records, words, self.near, self.tally))
             self.suggest_key = suggest_key(self.universe, variants)
             known = memo.suggested if memo and memo.suggest_key == self.suggest_key else {}
+            same_suggestions = memo is not None and memo.suggest_key == self.suggest_key
+            earlier = None if self.report_memo.json else self._last_report(same_suggestions)
             self._report = LinkReport(
                 vault=self.vault.name,
                 notes=tuple(self.paths),
@@ -465,8 +479,36 @@ class Run:
                 suggested=dict(known),
                 mentions=tuple(self.mentions),
                 memo=self.report_memo,
+                last=earlier,
             )
         return self._report
+
+    def _last_report(self, suggestions: bool) -> LastReport | None:
+        """The last convert's ``link-health.json`` (``report.LastReport``), for a process with no report memo (a
+        fresh one, a watcher's first convert): read where it is as written (its signature and sha256 the ones
+        recorded) and the rows were carried from the same cache (``self.old``: the notes' states)."""
+        rel, prior = "link-health.json", self.prior
+        if self.old is None or prior is None or not prior.digests.get(rel) or not prior.files.get(rel):
+            return None
+        path = os.path.join(self.out, rel)
+        try:
+            if output_sig(path) != prior.files[rel]:
+                return None
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            return None
+        digest = hashlib.sha256(data).hexdigest()
+        if digest != prior.digests[rel]:
+            return None
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        last = LastReport.parse(text, self.old.universe == self.universe, suggestions, tuple(self.changed))
+        if last is not None:
+            last.seed(self.report_memo, data, digest)
+        return last
 
     def write(self, stage: Path, key: str, started: int) -> ConvertCache:
         meta = {"vault": self.vault.name, "okf_version": b.OKF_VERSION}
@@ -546,20 +588,32 @@ class Run:
             rel = f"{b.CONCEPTS}/{self.works[path].doc.doc_path}"
             links_from[rel] = f"{old_root}/{rel}"
         attachment_folders = {posixpath.dirname(p) for p in used if p}
-        for folder, text in b.folder_indexes(docs, vault.name, attachment_folders, self.report_memo.indexes).items():
+        indexes: list[str] = []
+        old_keys, todo = self._old_folder_keys(vault.name), dict[str, b.IndexKey]()
+        for folder, index_key in b.folder_keys(docs, vault.name, attachment_folders).items():
+            rel = posixpath.join(b.CONCEPTS, folder, "index.md")
+            indexes.append(rel)
+            if old_keys.get(folder) == index_key and self._as_written(rel):  # made from the same docs: linked
+                links_from[rel] = os.path.join(old_root, rel)
+            else:
+                todo[folder] = index_key
+        for folder, text in b.folder_texts(todo, self.report_memo.indexes).items():
             files[posixpath.join(b.CONCEPTS, folder, "index.md")] = text
         files["index.md"] = b.root_index(vault.name)
         types = dict(Counter(d.type for d in docs).most_common())
         data = report.to_json()
         files["SKILL.md"] = skill_text(vault.name, vault.name, types, data["totals"], folders=data["types"])
         renamed = {p: f"{b.CONCEPTS}/{d}" for p, d in doc_of.items() if d != p}
-        held = [report.to_json_text(self.report_memo).encode("utf-8")]  # given up once written
+        json_data, json_digest = report.to_json_file(self.report_memo)
+        held = [json_data]  # given up once written
+        del json_data
         # the page and the Markdown are made from the JSON (the page with the renamed docs' paths): where that is
         # what the old ones were made from, and they are as written, they are linked without being made again
+        json_source = json_digest.encode()
         made: list[tuple[str, str | None, Callable[[], str | bytes]]] = [
             ("link-health.json", None, held.pop),
-            ("link-health.md", _digest(held[0]), lambda: report.to_markdown(self.report_memo)),
-            ("link-health.html", _digest(held[0], repr(sorted(renamed.items())).encode("utf-8")),
+            ("link-health.md", _digest(json_source), lambda: report.to_markdown(self.report_memo)),
+            ("link-health.html", _digest(json_source, repr(sorted(renamed.items())).encode("utf-8")),
              lambda: link_health_html(data, renamed, self.report_memo.html)),
         ]  # fmt: skip
         for rel, source, make in made:
@@ -567,12 +621,13 @@ class Run:
                 links_from[rel] = os.path.join(old_root, rel)
                 continue
             content = _encoded(make())
-            if self._same_file(rel, content):
+            if self._same_file(rel, content, json_digest if rel == "link-health.json" else None):
                 links_from[rel] = os.path.join(old_root, rel)
             else:
                 b.write_file(stage / rel, content)
             del content
-        written = [*files, *(rel for rel, _, _ in made)]
+        listed = frozenset(indexes)
+        written = [*indexes, *(rel for rel in files if rel not in listed), *(rel for rel, _, _ in made)]
         for rel in list(files):  # the same bytes as the old bundle's file: linked, not written again
             if self._same_file(rel, _encoded(files[rel])):
                 links_from[rel] = os.path.join(old_root, rel)
@@ -591,6 +646,27 @@ class Run:
         self.copied = b.write_tree(stage, files, copies, links_from)
         return [*written, b.MARKER]
 
+    def _old_folder_keys(self, title: str) -> dict[str, b.IndexKey]:
+        """What each folder's ``index.md`` of the old bundle was made from (``bundle.folder_keys``), from the last
+        convert's states: the docs carried are the very ``Doc`` objects, so a folder whose notes were all carried
+        compares by identity."""
+        old = self.prior
+        if old is None:
+            return {}
+        extra = {posixpath.dirname(p) for p in old.attachments}
+        return b.folder_keys([st.doc for st in old.notes.values()], title, extra)
+
+    def _as_written(self, rel: str) -> bool:
+        """Is the old bundle's ``rel`` the file the last convert wrote (its signature the one recorded, its sha256
+        known)? Then its digest is this run's too."""
+        old = self.prior
+        if old is None or rel not in old.digests or not old.files.get(rel):
+            return False
+        if output_sig(os.path.join(self.out, rel)) != old.files[rel]:
+            return False
+        self.digests[rel] = old.digests[rel]
+        return True
+
     def _made_from(self, rel: str, source: str) -> bool:
         """Was the old bundle's ``rel`` made from ``source`` (a digest of what makes it), and is it as written?
         Then it is what this run would make. Recorded either way."""
@@ -603,10 +679,11 @@ class Run:
         self.digests[rel] = old.digests[rel]
         return True
 
-    def _same_file(self, rel: str, data: bytes) -> bool:
+    def _same_file(self, rel: str, data: bytes, digest: str | None = None) -> bool:
         """Is ``data`` the content of the old bundle's ``rel``, as the last convert wrote it (its sha256 recorded
-        then, the file not touched since: size, mtime and inode the same)? Its digest is recorded either way."""
-        digest = self.digests[rel] = hashlib.sha256(data).hexdigest()
+        then, the file not touched since: size, mtime and inode the same)? Its digest (``digest`` where it is
+        known) is recorded either way."""
+        digest = self.digests[rel] = digest or hashlib.sha256(data).hexdigest()
         old = self.prior
         return (
             old is not None
@@ -667,6 +744,16 @@ class _Path:
 def _edges(records: Iterable[LinkRecord]) -> list[tuple[str, str]]:
     return [(r.source, r.resolution.path) for r in records if r.resolution.status in NOTE_STATUSES
             and r.resolution.path is not None]  # fmt: skip
+
+
+def _records_of(path: str, st: NoteState) -> tuple[LinkRecord, ...]:
+    """A note's records as the last convert made them from its state (``NoteState.inputs[2]``: the links whose
+    block was missing)."""
+    checked = list(st.resolved)
+    for i in st.inputs[2]:
+        r = checked[i]
+        checked[i] = Resolution(Status.MISSING_BLOCK, r.path, r.candidates, r.rule)
+    return tuple(LinkRecord(path, lk, r) for lk, r in zip(st.links, checked, strict=True))
 
 
 def _names_any(links: tuple[Link, ...], keys: frozenset[str]) -> bool:

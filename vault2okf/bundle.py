@@ -93,10 +93,10 @@ def folder_keys(docs: Iterable[Doc], title: str, extra_folders: Iterable[str] = 
     """What each folder's ``index.md`` is made from (``folder_texts``), by folder, in sorted order."""
     by_folder: dict[str, list[Doc]] = defaultdict(list)
     folders = {""}
-    for doc in docs:
-        by_folder[posixpath.dirname(doc.doc_path)].append(doc)
+    for doc in docs:  # a doc path is relative, without "//" or a trailing "/": its folder is all before the last "/"
+        by_folder[doc.doc_path.rpartition("/")[0]].append(doc)
     for folder in {*by_folder, *extra_folders}:
-        while folder:
+        while folder and folder not in folders:
             folders.add(folder)
             folder = posixpath.dirname(folder)
     subfolders: dict[str, list[str]] = defaultdict(list)

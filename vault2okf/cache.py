@@ -184,6 +184,8 @@ class Body:
     suggest_key: str  # suggest_key(universe, variants)
     names: frozenset[tuple[str, ...]] = frozenset()  # the names the notes' ``hits`` were found with
     graph: tuple[str, dict[str, tuple[Any, ...]]] = ("", {})  # analytics.graph_key -> each note's analytics
+    # names.assign_doc_paths' collision problems for these notes, in its order: (path, message); None: not kept
+    collisions: tuple[tuple[str, str], ...] | None = None
     base: BaseFile | None = field(default=None, compare=False, repr=False)  # the base file the states came from
     # note path -> its state as the base holds it (the very objects of ``notes`` where a state is the base's)
     base_notes: dict[str, NoteState] = field(default_factory=dict, compare=False, repr=False)
@@ -235,12 +237,20 @@ def output_sig(path: str | Path) -> tuple[int, ...]:
 
 
 def walk_digest(walk: Walk) -> str:
-    """Every file the walk found with its signature, and what it skipped, excluded and reported."""
+    """Every file the walk found with its signature, and what it skipped, excluded and reported (the last walk's
+    remembered: a convert asks twice, when it checks the cache and when it saves the next)."""
+    last = _LAST_WALK[0]
+    if last is not None and last[0] is walk:
+        return last[1]
     h = hashlib.sha256()
     for f in (*walk.notes, *walk.attachments):
         h.update(f"{f.path}\0{f.sig}\0{f.mtime!r}\n".encode("utf-8", "surrogatepass"))
     h.update(repr((walk.skipped, walk.excluded, walk.problems)).encode("utf-8", "surrogatepass"))
-    return h.hexdigest()
+    _LAST_WALK[0] = (walk, h.hexdigest())
+    return _LAST_WALK[0][1]
+
+
+_LAST_WALK: list[tuple[Walk, str] | None] = [None]
 
 
 def universe_digest(walk: Walk, aliases: dict[str, tuple[str, ...]]) -> str:
@@ -374,7 +384,7 @@ def _body(path: Path, offset: int, size: int, digest: bytes, base: BaseFile, con
         states = _decoded(Path(base.path), len(BASE_MAGIC), base.size, base.digest, BASE_MAGIC)
         if sig != output_sig(path) or base_sig != output_sig(base.path) or len(states) != base.count:
             raise CacheDamaged(f"{path}: the body is not the one written")
-        delta, problems, types, variants, near, suggested, key, names, graph, tally = data
+        delta, problems, types, variants, near, suggested, key, names, graph, tally, collisions = data
         notes, base_notes = {}, {}
         decoder = _Decoder()
         for p in contents:
@@ -394,6 +404,7 @@ def _body(path: Path, offset: int, size: int, digest: bytes, base: BaseFile, con
             key,
             frozenset(names),
             (graph[0], graph[1]),
+            None if collisions is None else tuple((path, message) for path, message in collisions),
             base=replace(base, sig=base_sig),
             base_notes=base_notes,
             tally=TallyBox(restored),
@@ -423,6 +434,7 @@ def save(stage: Path, found: ConvertCache, out: Path) -> None:
         body.names,
         body.graph,
         None if body.tally.tally is None else body.tally.tally.saved(),
+        body.collisions,
     )
     body_bytes = marshal.dumps(data)
     head = (

@@ -286,10 +286,13 @@ class Run:
         last = self.last.resolver if self.last is not None else None
         resolver: Resolver | None = last[1] if last is not None and last[0] == self.universe else None
         self.records: list[LinkRecord] = []
+        old_notes = self.old.notes if self.old is not None else {}
         for path in self.paths:
             w = self.works[path]
             if w.reuse is not None and (same or (moved is not None and not _names_any(w.reading.links, moved))):
                 w.resolved = Resolved(w.reuse.resolved, w.reuse.resolve_problems)
+            elif same and (found := _resolved_before(w.reading.links, old_notes.get(path))) is not None:
+                w.resolved = Resolved(found, ())  # every target one its last state resolved (a fresh process)
             else:
                 resolver = resolver or _resolver(self.paths, self.walk, self.aliases, self.config)
                 found: Problems = []
@@ -299,7 +302,6 @@ class Run:
         blocks = block_sets((p, self.works[p].reading.blocks) for p in self.paths)
         kept = self.last.records if self.last is not None else {}
         self.note_records: dict[str, tuple[Any, ...]] = {}
-        old_notes = self.old.notes if self.old is not None else {}
         self.changed: list[Changed] = []  # the records before and after of each note whose records changed
         taken = 0  # notes whose records are the very ones of last time, or make the same edges
         for path in self.paths:  # block refs checked once every note's block ids are known
@@ -323,12 +325,11 @@ class Run:
         # the same notes in the same order, each with the very records of last time or the same edges: the same
         # link graph as a watcher's last convert
         self.same_graph = taken == len(self.paths) == len(kept) and list(kept) == self.paths
-        if not self.same_graph and self.old is not None and self.last is not None and self.last.graph[0]:
-            # a fresh process: the last convert's notes in the same order, every note's records the very ones of
-            # its state but for the changed ones, which make the same edges: the graph of the cached analytics
-            self.same_graph = list(self.old.notes) == self.paths and all(
-                _edges(old) == _edges(new) for old, new in self.changed
-            )
+        self.same_notes = self.old is not None and list(self.old.notes) == self.paths  # the last convert's, in order
+        if not self.same_graph and self.same_notes and self.last is not None and self.last.graph[0]:
+            # a fresh process: every note's records the very ones of its state but for the changed ones, which
+            # make the same edges: the graph of the cached analytics
+            self.same_graph = all(_edges(old) == _edges(new) for old, new in self.changed)
 
     def _moved_aliases(self) -> frozenset[str] | None:
         """Where only aliases changed since the last convert (the same notes, attachments and excluded files): the
@@ -344,7 +345,7 @@ class Run:
     def _render(self) -> None:
         """Doc paths (collisions moved aside and reported), then each note's doc: carried from the old bundle
         when everything it was made from is the same and the old file is as written, else made again."""
-        doc_of, self.collisions = assign_doc_paths(self.paths)
+        doc_of, self.collisions = self._doc_paths()
         used = frozenset(r.resolution.path or "" for r in self.records if r.resolution.status is Status.ATTACHMENT)
         doc_of.update({a.path: a.path for a in self.walk.attachments if a.path in used})
         self.doc_of, self.used = doc_of, used
@@ -361,6 +362,15 @@ class Run:
                 self.carried.append(path)
         self.reused = len(self.carried)
         self.carried_set = frozenset(self.carried)
+
+    def _doc_paths(self) -> tuple[dict[str, str], list[tuple[str, Problem]]]:
+        """``names.assign_doc_paths``: the last convert's where its notes are these, in the same order (a function
+        of them alone; each state keeps its doc path, the cache the collisions), else assigned now."""
+        last = self.last
+        if self.old is None or last is None or last.collisions is None or not self.same_notes:
+            return assign_doc_paths(self.paths)
+        doc_of = {p: st.inputs[0] for p, st in self.old.notes.items()}
+        return doc_of, [(p, Problem("collision", message)) for p, message in last.collisions]
 
     def _analyse(self) -> dict[str, NoteAnalytics]:
         """The graph analytics: the last convert's while the graph is the same (``analytics.graph_key``)."""
@@ -462,7 +472,8 @@ class Run:
             self.near = dict(memo.near) if memo else {}
             last = self.last.tally.tally if self.last is not None else None
             self.tally = TallyBox(last)  # the sum of the notes' words, moved on from a watcher's last convert
-            variants = tuple(spelling_variants(notes, self.aliases, self.records, words, self.near, self.tally))
+            broken = [r for r in self.records if r.resolution.status is Status.BROKEN]  # all spelling_variants reads
+            variants = tuple(spelling_variants(notes, self.aliases, broken, words, self.near, self.tally))
             self.suggest_key = suggest_key(self.universe, variants)
             known = memo.suggested if memo and memo.suggest_key == self.suggest_key else {}
             same_suggestions = memo is not None and memo.suggest_key == self.suggest_key
@@ -702,7 +713,7 @@ class Run:
                 output = w.reuse.output  # hard-linked: the very file the last convert wrote, as it checked
             else:
                 output = output_sig(os.path.join(root, rel))
-            state = w.state(replace(doc, text=""), output)
+            state = w.state(doc if not doc.text else replace(doc, text=""), output)
             notes[path] = w.reuse if w.reuse is not None and w.reuse == state else state  # the base's, if it was
         docs = {f"{b.CONCEPTS}/{s.doc.doc_path}": s.output for s in notes.values()}
         others = {rel: output_sig(os.path.join(root, rel)) for rel in files if rel not in docs}
@@ -718,6 +729,7 @@ class Run:
             notes=notes, problems=report.problems, types=report.types, variants=report.variants, near=self.near,
             suggested=suggested, suggest_key=self.suggest_key, names=self.found.keys,
             graph=(self.graph_key, {p: as_tuple(a) for p, a in self.analytics.items()}), tally=self.tally,
+            collisions=tuple((p, problem.message) for p, problem in self.collisions),
             report_memo=self.report_memo, base=last.base if last else None, base_notes=last.base_notes if last else {},
             records=self.note_records, resolver=self.resolver, applied=self.found.applied,
         )  # fmt: skip
@@ -744,6 +756,16 @@ class _Path:
 def _edges(records: Iterable[LinkRecord]) -> list[tuple[str, str]]:
     return [(r.source, r.resolution.path) for r in records if r.resolution.status in NOTE_STATUSES
             and r.resolution.path is not None]  # fmt: skip
+
+
+def _resolved_before(links: tuple[Link, ...], st: NoteState | None) -> tuple[Resolution, ...] | None:
+    """Each link's resolution where the note's last state resolved its target too, with no problem (a link
+    resolves by its target and its note's path alone, for the same universe and config); else None."""
+    if st is None or st.resolve_problems:
+        return None
+    before = dict(zip((link.target for link in st.links), st.resolved, strict=True))
+    found = [before.get(link.target) for link in links]
+    return None if None in found else tuple(found)  # type: ignore[arg-type]
 
 
 def _records_of(path: str, st: NoteState) -> tuple[LinkRecord, ...]:

@@ -40,7 +40,7 @@ from vault2okf.config import Config
 from vault2okf.db import AnalyticsRow, ConceptRow, DatabasePatcher, DatabaseWriter, LinkRow
 from vault2okf.guard import Problems, note_meta_safe, read_note, resolve_links_safe, rewrite_safe
 from vault2okf.html import link_health_html
-from vault2okf.mentions import Found, Mention, mention_rows, prose, vault_mentions
+from vault2okf.mentions import Found, Mention, NameIndex, mention_rows, prose, vault_mentions
 from vault2okf.meta import Meta
 from vault2okf.names import assign_doc_paths
 from vault2okf.parse import Link, Note, Problem
@@ -453,10 +453,23 @@ class Run:
         metas = {p: self.works[p].meta for p in self.paths}
         proses = {p: self.works[p].reading.prose for p in self.paths}
         earlier = self.last.earlier() if self.last is not None else None
-        found = vault_mentions(self.paths, metas, proses, self.records, earlier)
+        found = vault_mentions(self.paths, metas, proses, self.records, earlier, self._name_index())
         for path, hits in found.hits.items():
             self.works[path].hits = hits
         return found
+
+    def _name_index(self) -> NameIndex | None:
+        """The last convert's ``mentions.name_index`` where every note's names are its last state's (the same
+        notes, in the same order, with the same titles and aliases); else None (made again)."""
+        last = self.last
+        if last is None or last.name_index is None or self.old is None or not self.same_notes:
+            return None
+        old = self.old.notes
+        for path in self.paths:
+            meta, was = self.works[path].meta, old[path].meta
+            if meta is not was and (meta.title, meta.aliases) != (was.title, was.aliases):
+                return None
+        return last.name_index
 
     @property
     def mentions(self) -> list[Mention]:
@@ -730,6 +743,8 @@ class Run:
             suggested=suggested, suggest_key=self.suggest_key, names=self.found.keys,
             graph=(self.graph_key, {p: as_tuple(a) for p, a in self.analytics.items()}), tally=self.tally,
             collisions=tuple((p, problem.message) for p, problem in self.collisions),
+            name_index=None if self.found.applied is None else (dict(self.found.applied.index),
+                                                                self.found.applied.capital),
             report_memo=self.report_memo, base=last.base if last else None, base_notes=last.base_notes if last else {},
             records=self.note_records, resolver=self.resolver, applied=self.found.applied,
         )  # fmt: skip

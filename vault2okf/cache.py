@@ -248,8 +248,9 @@ def walk_digest(walk: Walk) -> str:
     for f in (*walk.notes, *walk.attachments):
         h.update(f"{f.path}\0{f.sig}\0{f.mtime!r}\n".encode("utf-8", "surrogatepass"))
     h.update(repr((walk.skipped, walk.excluded, walk.problems)).encode("utf-8", "surrogatepass"))
-    _LAST_WALK[0] = (walk, h.hexdigest())
-    return _LAST_WALK[0][1]
+    digest = h.hexdigest()
+    _LAST_WALK[0] = (walk, digest)
+    return digest
 
 
 _LAST_WALK: list[tuple[Walk, str] | None] = [None]
@@ -529,7 +530,7 @@ _META, _DOC = _fields(Meta), _fields(Doc)
 def _made(cls: type, names: tuple[str, ...], values: Any) -> Any:
     """``cls(*values)`` for a dataclass of plain fields, its fields set as one dict rather than by its
     ``__init__`` (a frozen one sets each through ``object.__setattr__``): a load makes hundreds of thousands."""
-    obj = _new(cls)
+    obj: Any = _new(cls)
     obj.__dict__.update(zip(names, values, strict=True))
     return obj
 

@@ -291,8 +291,8 @@ class Run:
             w = self.works[path]
             if w.reuse is not None and (same or (moved is not None and not _names_any(w.reading.links, moved))):
                 w.resolved = Resolved(w.reuse.resolved, w.reuse.resolve_problems)
-            elif same and (found := _resolved_before(w.reading.links, old_notes.get(path))) is not None:
-                w.resolved = Resolved(found, ())  # every target one its last state resolved (a fresh process)
+            elif same and (before := _resolved_before(w.reading.links, old_notes.get(path))) is not None:
+                w.resolved = Resolved(before, ())  # every target one its last state resolved (a fresh process)
             else:
                 resolver = resolver or _resolver(self.paths, self.walk, self.aliases, self.config)
                 found: Problems = []

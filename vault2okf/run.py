@@ -351,12 +351,18 @@ class Run:
         self.doc_of, self.used = doc_of, used
         self.carried: list[str] = []
         self.graph = {p: frontmatter(a) for p, a in self.analytics.items()}
+        # the same notes (so the same doc paths) and analytics as the last convert: a note whose resolutions are its
+        # state's very tuple, with the same missing blocks, has its state's inputs (its targets' doc paths too)
+        kept = self.same_notes and self.same_graph
         for path in self.paths:
             w = self.works[path]
-            targets = tuple(doc_of.get(r.path) for r in w.resolutions if r.path)
-            # missing_blocks: its rows' statuses; graph: the doc's `graph` key, which other notes' links move
-            w.inputs = (doc_of[path], targets, w.missing_blocks, tuple(self.graph[path].items()))
             st = w.reuse
+            if kept and st is not None and w.resolutions is st.resolved and w.missing_blocks == st.inputs[2]:
+                w.inputs = st.inputs
+            else:
+                targets = tuple(doc_of.get(r.path) for r in w.resolutions if r.path)
+                # missing_blocks: its rows' statuses; graph: the doc's `graph` key, which other notes' links move
+                w.inputs = (doc_of[path], targets, w.missing_blocks, tuple(self.graph[path].items()))
             if st is not None and self._carries(w, st):
                 w.made = Made(doc=st.doc, rewrite_problems=st.rewrite_problems, doc_problems=st.doc_problems)
                 self.carried.append(path)

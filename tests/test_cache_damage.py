@@ -141,6 +141,35 @@ def test_a_body_of_the_wrong_shape_with_good_digests_is_damage(twin: Twin) -> No
     assert len(result.notices) == 1 and result.reused == 0
 
 
+def test_saved_words_that_do_not_decode_are_damage_found_when_read(twin: Twin) -> None:
+    """A note's words are decoded only when read (``suggest.StoredWords``, format 6), after the run began: saved
+    words that do not decode, under good digests, are still one note line and a full convert, found when the
+    edited note's words are compared with its last ones."""
+    raw = cache.cache_path(twin.inc).read_bytes()
+    size = int.from_bytes(raw[len(cache.MAGIC) : len(cache.MAGIC) + 8], "little")
+    start = len(cache.MAGIC) + 40
+    fields = list(marshal.loads(raw[start : start + size]))
+    data = list(marshal.loads(raw[start + size :]))
+    base = cache.base_path(twin.inc).read_bytes()
+    states = marshal.loads(base[len(cache.BASE_MAGIC) :])
+    note = twin.notes()[4]
+    path = note.relative_to(twin.vault).as_posix()
+    state = list(states[path])
+    state[6] = b"not marshal"  # the words
+    data[0] = {**data[0], path: tuple(state)}
+    body = marshal.dumps(tuple(data))
+    fields[-2:] = [len(body), hashlib.sha256(body).digest()]
+    head = marshal.dumps(tuple(fields))
+    cache.cache_path(twin.inc).write_bytes(
+        cache.MAGIC + len(head).to_bytes(8, "little") + hashlib.sha256(head).digest() + head + body
+    )
+    note.write_text(note.read_text("utf-8") + "\nOne more line.\n", "utf-8")
+    result = twin.check()  # the full convert's bundle, file for file
+    assert result.reused == 0 and len(result.notices) == 1, result.notices
+    assert "convert cache was damaged" in result.notices[0] and "saved words" in result.notices[0]
+    assert twin.check().unchanged
+
+
 def test_a_named_pipe_in_its_place_does_not_hang_the_convert(twin: Twin, tmp_path: Path) -> None:
     path = cache.cache_path(twin.inc)
     path.unlink()

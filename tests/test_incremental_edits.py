@@ -19,10 +19,11 @@ from test_incremental import Twin, bundle_files, table_rows
 
 from vault2okf import convert as convert_module
 from vault2okf import mentions, run
+from vault2okf import report as report_module
 from vault2okf.convert import convert
 from vault2okf.html import link_health_html
 from vault2okf.report import LinkReport, ReportMemo
-from vault2okf.suggest import BodyWords, Tally, body_words
+from vault2okf.suggest import BodyWords, StoredWords, Tally, body_words
 from vault2okf.watch import Watcher, bundle_notes
 
 EDITS = 30  # saved edits in the memory test (bench/one_edit_bench.py --memory runs 1,000)
@@ -257,20 +258,25 @@ def test_watch_memory_stays_bounded_over_many_edits(tmp_path: Path) -> None:
     _full_equal(vault, out, tmp_path, 0)
 
 
-def _seen_items(t: Tally) -> tuple[list[tuple[str, int]], list[tuple[str, int]], list[tuple[str, list[Any]]]]:
+def _seen_items(t: Tally) -> tuple[Any, ...]:
     seen = t.seen
-    return list(t.runs.items()), list(seen.count.items()), [(k, list(v.items())) for k, v in seen.beside.items()]
+    beside = [(k, list(v.items())) for k, v in seen.beside.items()]
+    return list(t.runs.items()), list(seen.count.items()), beside, dict(t.lower)
 
 
 def test_a_moved_tally_is_the_sum_made_again() -> None:
     """``suggest.Tally.moved``: after random changes of a few notes' words, a tally moved on holds what a sum made
     again holds, every count and every key in the same place (spelling_variants' output follows that order); so
-    does one saved (``Tally.saved``, marshalled as the convert cache does) and ``Tally.restored``."""
+    does one saved (``Tally.saved``, marshalled as the convert cache does) and ``Tally.restored``, with notes' words
+    saved and decoded when first read (``StoredWords``) or not, the count of notes writing each word in lower case
+    included."""
     rng = random.Random(3807)
     vocab = [*FIRST, *LAST, "The Road", "Old Mill", "Ilse Kest", "Mira of Thelis"]
 
     def words() -> BodyWords:
-        return body_words(" and ".join(rng.choice(vocab) for _ in range(rng.randrange(1, 6))) + ".")
+        text = " and ".join(rng.choice(vocab) for _ in range(rng.randrange(1, 6))) + rng.choice([".", " or so."])
+        made = body_words(text)
+        return StoredWords(made.saved()) if rng.random() < 0.5 else made  # as a convert cache gives them back
 
     paths = [f"n{i:02}.md" for i in range(30)]
     read = [words() for _ in paths]
@@ -310,6 +316,70 @@ def test_report_pieces_taken_again_are_the_whole_made_again(tmp_path: Path) -> N
     assert report.to_json_text(memo) == json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     assert link_health_html(data, {}, memo.html) == link_health_html(data, {})
     assert memo.json["vault"][0] == data["vault"] and memo.json["totals"][0] == data["totals"]
+
+
+def test_a_fresh_convert_takes_the_last_reports_sections_where_their_records_are_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A convert with no report memo (a fresh process) reads the last ``link-health.json``: after a text edit no
+    section is made again and no key dumped again; a new broken link makes the broken links and the totals again
+    (not the ambiguous links); an edited file is not read. Each bundle is the full convert's."""
+    rng = random.Random(4040)
+    vault, out = tmp_path / "vault", tmp_path / "inc"
+    _build(vault, rng)
+    convert(vault, out)
+    made: list[str] = []
+    for name in ("_broken", "_ambiguous", "totals", "hubs"):
+        real = getattr(LinkReport, name)
+        monkeypatch.setattr(LinkReport, name, lambda self, _real=real, _name=name: made.append(_name) or _real(self))
+    dumps = json.dumps
+
+    def counting(value: Any, **options: Any) -> str:
+        made.append("dump") if options.get("indent") else None
+        return dumps(value, **options)
+
+    notes = sorted(vault.rglob("*.md"))
+    edits = {
+        "text": "\nThe road went on past the mill.\n",
+        "broken": "\nSee [[Nowhere At All]].\n",
+    }
+    for n, (kind, added) in enumerate(edits.items()):
+        notes[n].write_text(notes[n].read_text("utf-8") + added, "utf-8")
+        made.clear()
+        with monkeypatch.context() as patch:
+            patch.setattr(report_module.json, "dumps", counting)
+            convert(vault, out)
+        if kind == "text":
+            assert made == [], made
+        else:
+            assert sorted(set(made)) == ["_broken", "dump", "totals"], made
+        _full_equal(vault, out, tmp_path, n)
+    (out / "link-health.json").write_text((out / "link-health.json").read_text("utf-8") + " ", "utf-8")
+    notes[3].write_text(notes[3].read_text("utf-8") + "\nThe old mill.\n", "utf-8")
+    made.clear()
+    convert(vault, out)
+    assert "totals" in made  # the edited file is not the one written: nothing taken from it
+    _full_equal(vault, out, tmp_path, 9)
+
+
+def test_a_reports_json_text_splits_into_its_keys() -> None:
+    """``report._split_json`` gives back each top-level key's text of what ``to_json_text`` wrote, strings with
+    line breaks, quotes and two-space runs in them included; anything else is None."""
+    data = {"vault": 'a,\n  "b": c', "totals": {"notes": 1, "x": [1, {"y": '\n  "z"'}]}, "empty": [], "e": {}}
+    text = (
+        "{\n"
+        + ",\n".join(
+            f"  {json.dumps(k)}: {json.dumps(v, indent=2, ensure_ascii=False).replace(chr(10), chr(10) + '  ')}"
+            for k, v in data.items()
+        )
+        + "\n}\n"
+    )
+    assert text == json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    split = report_module._split_json(text)
+    assert split is not None and list(split) == list(data)
+    assert all(json.loads(split[k]) == v for k, v in data.items())
+    assert report_module._split_json(text[:-1]) is None and report_module._split_json("[]\n") is None
+    assert report_module._split_json(text.replace('"totals"', '"vault"')) is None  # a key twice
 
 
 def test_a_watch_started_on_an_up_to_date_bundle_keeps_its_cache(tmp_path: Path) -> None:

@@ -82,20 +82,34 @@ def folder_indexes(
     """``index.md`` text for every folder of the concept tree, none with frontmatter: only the bundle's root
     ``index.md`` (``root_index``) may carry it (OKF v0.2 §6, §11). ``memo``: each folder's text as last made,
     with what it was made from (a watcher's: only the folders whose docs changed are made again)."""
+    return folder_texts(folder_keys(docs, title, extra_folders), memo)
+
+
+IndexKey = tuple[
+    tuple[Doc, ...], tuple[str, ...], str
+]  # what a folder's index.md is made from: docs, subfolders, title
+
+
+def folder_keys(docs: Iterable[Doc], title: str, extra_folders: Iterable[str] = ()) -> dict[str, IndexKey]:
+    """What each folder's ``index.md`` is made from (``folder_texts``), by folder, in sorted order."""
     by_folder: dict[str, list[Doc]] = defaultdict(list)
     folders = {""}
-    for doc in docs:
-        by_folder[posixpath.dirname(doc.doc_path)].append(doc)
+    for doc in docs:  # a doc path is relative, without "//" or a trailing "/": its folder is all before the last "/"
+        by_folder[doc.doc_path.rpartition("/")[0]].append(doc)
     for folder in {*by_folder, *extra_folders}:
-        while folder:
+        while folder and folder not in folders:
             folders.add(folder)
             folder = posixpath.dirname(folder)
     subfolders: dict[str, list[str]] = defaultdict(list)
     for folder in folders - {""}:
         subfolders[posixpath.dirname(folder)].append(folder)
+    return {f: (tuple(by_folder[f]), tuple(sorted(subfolders[f])), title) for f in sorted(folders)}
+
+
+def folder_texts(keys: Mapping[str, IndexKey], memo: dict[str, Any] | None = None) -> dict[str, str]:
+    """Each folder's ``index.md`` made from its key (``folder_keys``); ``memo`` as in ``folder_indexes``."""
     made = {}
-    for f in sorted(folders):
-        key = (tuple(by_folder[f]), tuple(sorted(subfolders[f])), title)
+    for f, key in keys.items():
         was = memo.get(f) if memo is not None else None
         made[f] = (key, was[1] if was is not None and was[0] == key else _index_text(f, *key))
     if memo is not None:  # this convert's folders only: the memo never outgrows the vault

@@ -24,9 +24,9 @@ import marshal
 import mmap
 import os
 import stat
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
+from dataclasses import fields as dataclass_fields
 from functools import cache, cached_property
 from importlib.resources import files
 from pathlib import Path
@@ -40,7 +40,7 @@ from vault2okf.meta import Meta, TypeOrigin
 from vault2okf.parse import Link, Problem, Syntax
 from vault2okf.report import LinkRecord, LinkReport, ReportMemo
 from vault2okf.resolve import Resolution, Resolver, Status, block_sets, check_blocks
-from vault2okf.suggest import BodyWords, Suggestion, Tally, TallyBox
+from vault2okf.suggest import BodyWords, StoredWords, Suggestion, Tally, TallyBox
 from vault2okf.walk import VaultFile, Walk
 
 NAME = "convert-cache.bin"
@@ -49,10 +49,12 @@ BASE = "convert-cache.base"  # the notes' states as a base, linked unchanged fro
 # the head and the body each carry their length and sha256, so no damaged byte is ever trusted; 4: the sha256 of
 # each generated file that is not a doc (``digests``), so an unchanged one is linked rather than written again;
 # 5: the states in a base file (``BASE``, hard-linked into the next generation while few states changed) and the
-# changed ones in the body (a delta), so an edit writes what it changed, not 100 MB of states
-FORMAT = 5
-MAGIC = b"vault2okf convert cache 5\n"
-BASE_MAGIC = b"vault2okf convert cache base 5\n"
+# changed ones in the body (a delta), so an edit writes what it changed, not 100 MB of states; 6: each note's words
+# marshalled on their own (``suggest.StoredWords``: decoded only for the notes that changed), the tally's count of
+# notes writing each word in lower case
+FORMAT = 6
+MAGIC = b"vault2okf convert cache 6\n"
+BASE_MAGIC = b"vault2okf convert cache base 6\n"
 COMPACT = 8  # the base is written anew once the states not in it (or dead in it) pass 1/COMPACT of it
 _LENGTH, _DIGEST = 8, 32
 
@@ -182,6 +184,10 @@ class Body:
     suggest_key: str  # suggest_key(universe, variants)
     names: frozenset[tuple[str, ...]] = frozenset()  # the names the notes' ``hits`` were found with
     graph: tuple[str, dict[str, tuple[Any, ...]]] = ("", {})  # analytics.graph_key -> each note's analytics
+    # names.assign_doc_paths' collision problems for these notes, in its order: (path, message); None: not kept
+    collisions: tuple[tuple[str, str], ...] | None = None
+    # mentions.name_index for these notes (name -> its one note or None, the capitalised one-word names)
+    name_index: tuple[dict[tuple[str, ...], str | None], frozenset[tuple[str, ...]]] | None = None
     base: BaseFile | None = field(default=None, compare=False, repr=False)  # the base file the states came from
     # note path -> its state as the base holds it (the very objects of ``notes`` where a state is the base's)
     base_notes: dict[str, NoteState] = field(default_factory=dict, compare=False, repr=False)
@@ -233,12 +239,21 @@ def output_sig(path: str | Path) -> tuple[int, ...]:
 
 
 def walk_digest(walk: Walk) -> str:
-    """Every file the walk found with its signature, and what it skipped, excluded and reported."""
+    """Every file the walk found with its signature, and what it skipped, excluded and reported (the last walk's
+    remembered: a convert asks twice, when it checks the cache and when it saves the next)."""
+    last = _LAST_WALK[0]
+    if last is not None and last[0] is walk:
+        return last[1]
     h = hashlib.sha256()
     for f in (*walk.notes, *walk.attachments):
         h.update(f"{f.path}\0{f.sig}\0{f.mtime!r}\n".encode("utf-8", "surrogatepass"))
     h.update(repr((walk.skipped, walk.excluded, walk.problems)).encode("utf-8", "surrogatepass"))
-    return h.hexdigest()
+    digest = h.hexdigest()
+    _LAST_WALK[0] = (walk, digest)
+    return digest
+
+
+_LAST_WALK: list[tuple[Walk, str] | None] = [None]
 
 
 def universe_digest(walk: Walk, aliases: dict[str, tuple[str, ...]]) -> str:
@@ -372,13 +387,14 @@ def _body(path: Path, offset: int, size: int, digest: bytes, base: BaseFile, con
         states = _decoded(Path(base.path), len(BASE_MAGIC), base.size, base.digest, BASE_MAGIC)
         if sig != output_sig(path) or base_sig != output_sig(base.path) or len(states) != base.count:
             raise CacheDamaged(f"{path}: the body is not the one written")
-        delta, problems, types, variants, near, suggested, key, names, graph, tally = data
+        delta, problems, types, variants, near, suggested, key, names, graph, tally, collisions, index = data
         notes, base_notes = {}, {}
+        decoder = _Decoder()
         for p in contents:
             if p in delta:
-                notes[p] = _state(delta[p])
+                notes[p] = decoder.state(delta[p])
             else:
-                notes[p] = base_notes[p] = _state(states[p])
+                notes[p] = base_notes[p] = decoder.state(states[p])
         paths = list(notes)
         restored = None if tally is None else Tally.restored(paths, [notes[p].words for p in paths], tally)
         return Body(
@@ -391,6 +407,8 @@ def _body(path: Path, offset: int, size: int, digest: bytes, base: BaseFile, con
             key,
             frozenset(names),
             (graph[0], graph[1]),
+            None if collisions is None else tuple((path, message) for path, message in collisions),
+            None if index is None else (dict(index[0]), frozenset(index[1])),
             base=replace(base, sig=base_sig),
             base_notes=base_notes,
             tally=TallyBox(restored),
@@ -420,6 +438,8 @@ def save(stage: Path, found: ConvertCache, out: Path) -> None:
         body.names,
         body.graph,
         None if body.tally.tally is None else body.tally.tally.saved(),
+        body.collisions,
+        body.name_index,
     )
     body_bytes = marshal.dumps(data)
     head = (
@@ -489,7 +509,7 @@ def _unstate(s: NoteState) -> tuple[Any, ...]:
     doc = (s.doc.doc_path, s.doc.title, s.doc.description, s.doc.type)
     return (
         s.sig, s.content, _problems(s.read_problems), _problems(s.parse_problems), links, s.blocks,
-        (dict(s.words.runs), s.words.lower), s.mtime, s.base, meta, _problems(s.meta_problems), resolved,
+        s.words.saved(), s.mtime, s.base, meta, _problems(s.meta_problems), resolved,
         _problems(s.resolve_problems), s.inputs, _problems(s.rewrite_problems), _problems(s.doc_problems), doc,
         s.output, s.prose, s.hits,
     )  # fmt: skip
@@ -497,42 +517,89 @@ def _unstate(s: NoteState) -> tuple[Any, ...]:
 
 _SYNTAX = {s.value: s for s in Syntax}
 _STATUS = {s.value: s for s in Status}
+_new = object.__new__
 
 
-def _state(t: tuple[Any, ...]) -> NoteState:
-    sig, content, read, parse, links, blocks, words, mtime, base, meta, meta_p, resolved, resolve_p = t[:13]
-    inputs, rewrite_p, doc_p, doc, output, prose, hits = t[13:]
-    kind, title, description, stamp, tags, aliases, date, number, meta_problems, origin = meta
-    return NoteState(
-        sig=sig,
-        content=content,
-        read_problems=_unproblems(read),
-        parse_problems=_unproblems(parse),
-        links=tuple(Link(k[0], k[1], k[2], k[3], k[4], k[5], k[6], _SYNTAX[k[7]], k[8]) for k in links),
-        blocks=blocks,
-        words=BodyWords(Counter(words[0]), words[1]),
-        mtime=mtime,
-        base=base,
-        meta=Meta(
-            kind,
-            title,
-            description,
-            stamp,
-            tags,
-            aliases,
-            date,
-            number,
-            _unproblems(meta_problems),
-            None if origin is None else TypeOrigin(*origin),
-        ),  # fmt: skip
-        meta_problems=_unproblems(meta_p),
-        resolved=tuple(Resolution(_STATUS[r[0]], r[1], r[2], r[3]) for r in resolved),
-        resolve_problems=_unproblems(resolve_p),
-        inputs=inputs,
-        rewrite_problems=_unproblems(rewrite_p),
-        doc_problems=_unproblems(doc_p),
-        doc=Doc(doc[0], doc[1], doc[2], doc[3], ""),
-        output=output,
-        prose=prose,
-        hits=hits,
-    )
+def _fields(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclass_fields(cls))
+
+
+_META, _DOC = _fields(Meta), _fields(Doc)
+
+
+def _made(cls: type, names: tuple[str, ...], values: Any) -> Any:
+    """``cls(*values)`` for a dataclass of plain fields, its fields set as one dict rather than by its
+    ``__init__`` (a frozen one sets each through ``object.__setattr__``): a load makes hundreds of thousands."""
+    obj: Any = _new(cls)
+    obj.__dict__.update(zip(names, values, strict=True))
+    return obj
+
+
+if _fields(Link) != ("line", "col", "raw", "target", "anchor", "label", "embed", "syntax", "context"):
+    raise ImportError("parse.Link's fields are not the ones cache._link sets")  # a Link field added: name it there
+
+
+def _link(k: tuple[Any, ...], new: Any = _new, syntax: dict[str, Syntax] = _SYNTAX) -> Link:
+    """``Link(*k)`` with its syntax, as ``_made`` makes it, its fields named (twice as fast: 111k at 13k notes)."""
+    if len(k) != 9:
+        raise ValueError(f"a link of {len(k)} fields")
+    link: Link = new(Link)
+    link.__dict__.update(line=k[0], col=k[1], raw=k[2], target=k[3], anchor=k[4], label=k[5], embed=k[6],
+                         syntax=syntax[k[7]], context=k[8])  # fmt: skip
+    return link
+
+
+def _not_bytes(value: Any) -> bytes:
+    raise ValueError(f"a note's words are a {type(value).__name__}, not bytes")
+
+
+class _Decoder:
+    """Turns the states' plain values back into ``NoteState``s; equal resolutions and problems are made once
+    (they are immutable, and a vault links the same notes again and again)."""
+
+    def __init__(self) -> None:
+        self.resolutions: dict[tuple[Any, ...], Resolution] = {}
+        self.problems: dict[tuple[Any, ...], tuple[Problem, ...]] = {(): ()}
+
+    def resolution(self, r: tuple[Any, ...]) -> Resolution:
+        found = self.resolutions.get(r)
+        if found is None:
+            found = self.resolutions[r] = Resolution(_STATUS[r[0]], r[1], r[2], r[3])
+        return found
+
+    def problem_list(self, found: tuple[tuple[Any, ...], ...]) -> tuple[Problem, ...]:
+        made = self.problems.get(found)
+        if made is None:
+            made = self.problems[found] = _unproblems(found)
+        return made
+
+    def state(self, t: tuple[Any, ...]) -> NoteState:
+        sig, content, read, parse, links, blocks, words, mtime, base, meta, meta_p, resolved, resolve_p = t[:13]
+        inputs, rewrite_p, doc_p, doc, output, prose, hits = t[13:]
+        problems = self.problem_list
+        origin = meta[9]
+        meta_values = (*meta[:8], problems(meta[8]), None if origin is None else TypeOrigin(*origin))
+        state: NoteState = _new(NoteState)
+        state.__dict__.update(
+            sig=sig,
+            content=content,
+            read_problems=problems(read),
+            parse_problems=problems(parse),
+            links=tuple(map(_link, links)),
+            blocks=blocks,
+            words=StoredWords(words if type(words) is bytes else _not_bytes(words)),
+            mtime=mtime,
+            base=base,
+            meta=_made(Meta, _META, meta_values),
+            meta_problems=problems(meta_p),
+            resolved=tuple(map(self.resolution, resolved)),
+            resolve_problems=problems(resolve_p),
+            inputs=inputs,
+            rewrite_problems=problems(rewrite_p),
+            doc_problems=problems(doc_p),
+            doc=_made(Doc, _DOC, (*doc, "")),
+            output=output,
+            prose=prose,
+            hits=hits,
+        )
+        return state

@@ -24,12 +24,13 @@ from vault2okf import bundle as b
 from vault2okf.cache import CacheDamaged, ConvertCache, cache_key, cache_path, output_sig
 from vault2okf.cache import load as load_cache
 from vault2okf.cache import save as save_cache
-from vault2okf.config import load_config
+from vault2okf.config import Config, load_config
 from vault2okf.errors import Vault2OkfError
 from vault2okf.meta import vault_base
 from vault2okf.protocol.disk import disk_full_message, is_disk_full
 from vault2okf.report import LinkReport
 from vault2okf.run import Clock, Run
+from vault2okf.suggest import WordsDamaged
 from vault2okf.walk import Walk, Walked, walk_vault
 
 
@@ -242,20 +243,15 @@ def _convert(
                 out=out, notes=len(walk.notes), links=old.summary["links"], load_report=load, seconds=clock.total(),
                 stages=clock.laps, unchanged=True, known_totals=old.summary["totals"], made=(),
             )  # fmt: skip
-        run = Run(vault, out, walk, config, old, clock)
-        stage, spare = b.stage_path(out), kept.spare if kept is not None else None
+        spare = kept.spare if kept is not None else None
         if kept is not None:
             kept.spare = None  # the stage now, whatever happens
+        recycling = kept is not None
         try:
-            stage, present = b.recycle(out, spare) if kept is not None else (b.staging_dir(out), set())
-            new_cache = run.write(stage, key, started, present)
-            b.finish(stage, present)
-            files = b.seal(stage)
-            new_cache.files[b.MARKER] = output_sig(stage / b.MARKER)
-            save_cache(stage, new_cache, out)
-        except BaseException:
-            shutil.rmtree(stage, ignore_errors=True)
-            raise
+            run, stage, new_cache, files = _built(vault, out, walk, config, old, clock, key, started, recycling, spare)
+        except WordsDamaged as damage:  # decoded when first needed (``suggest.StoredWords``): damaged after all
+            notices = (*notices, f"the convert cache was damaged ({damage}); every note was converted again")
+            run, stage, new_cache, files = _built(vault, out, walk, config, None, clock, key, started, recycling, None)
         waits = kept is None and removal is Removal.WAIT
         old_generation = b.swap_into_place(stage, out, remove=waits)  # `out` never missing; a kill in it is
         if kept is not None:  # finished by the next run
@@ -273,6 +269,36 @@ def _convert(
         stages=clock.laps, reused=run.reused, known_totals=report.to_json()["totals"], notices=notices,
         made=tuple(p for p in run.paths if p not in run.carried_set), paths=tuple(run.paths),
     )  # fmt: skip
+
+
+def _built(
+    vault: Path,
+    out: Path,
+    walk: Walk,
+    config: Config,
+    old: ConvertCache | None,
+    clock: Clock,
+    key: str,
+    started: int,
+    recycling: bool,
+    spare: b.Spare | None,
+) -> tuple[Run, Path, ConvertCache, list[str]]:
+    """The run (from ``old``), built into the staging folder with its cache, and the files it sealed: a new folder,
+    or with ``recycling`` (a watcher) ``spare`` where ``bundle.recycle`` can take it; the folder removed if it
+    fails."""
+    run = Run(vault, out, walk, config, old, clock)
+    stage = b.stage_path(out)
+    try:
+        stage, present = b.recycle(out, spare) if recycling else (b.staging_dir(out), set())
+        new_cache = run.write(stage, key, started, present)
+        b.finish(stage, present)
+        files = b.seal(stage)
+        new_cache.files[b.MARKER] = output_sig(stage / b.MARKER)
+        save_cache(stage, new_cache, out)
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    return run, stage, new_cache, files
 
 
 def _previous(

@@ -228,7 +228,10 @@ def usable(key: tuple[str, ...]) -> bool:
     return len(words[0]) >= MIN_CHARS
 
 
-def name_index(notes: Sequence[NoteNames]) -> tuple[dict[tuple[str, ...], str | None], frozenset[tuple[str, ...]]]:
+NameIndex = tuple[dict[tuple[str, ...], str | None], frozenset[tuple[str, ...]]]  # what name_index gives
+
+
+def name_index(notes: Sequence[NoteNames]) -> NameIndex:
     """Folded name -> the one note carrying it (rules 1 and 2), None for a name several notes carry (rule 3: it
     is still matched, so "Boba" is not found inside a shared "Boba Market"); and the one-word names written with
     a capital."""
@@ -298,10 +301,11 @@ def find_mentions(notes: Sequence[NoteNames]) -> list[Mention]:
     return find_all(notes).mentions
 
 
-def find_all(notes: Sequence[NoteNames], earlier: Earlier | None = None) -> Found:
+def find_all(notes: Sequence[NoteNames], earlier: Earlier | None = None, names: NameIndex | None = None) -> Found:
     """``find_mentions``, reading again only the notes whose hits ``earlier`` does not give: the result is the
-    same as without it."""
-    index, capital = name_index(notes)
+    same as without it. ``names``: ``name_index(notes)`` where it is known (the notes' names are the last
+    convert's)."""
+    index, capital = names if names is not None else name_index(notes)
     keys = frozenset(index)
     hits = _hits(notes, index, earlier)
     last = earlier.applied if earlier is not None else None
@@ -485,9 +489,11 @@ def vault_mentions(
     proses: Mapping[str, str],
     records: Iterable[Any],
     earlier: Earlier | None = None,
+    names: NameIndex | None = None,
 ) -> Found:
     """The vault's mentions from what a convert holds: each note's ``Meta`` (title, aliases) and prose, and
-    the resolved links (``LinkRecord``); ``earlier`` what the last convert found, to reuse where it holds."""
+    the resolved links (``LinkRecord``); ``earlier`` what the last convert found, to reuse where it holds;
+    ``names`` the name index where it is known."""
     linked = linked_targets(records)
     notes = [
         NoteNames(
@@ -498,7 +504,7 @@ def vault_mentions(
         )
         for p in paths
     ]
-    return find_all(notes, earlier)
+    return find_all(notes, earlier, names)
 
 
 def suggestion(mention: Mention, unique_stems: Mapping[str, int]) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import posixpath
 from collections import Counter, defaultdict
@@ -43,6 +44,8 @@ class LinkReport:
     suggested: dict[str, list[Suggestion]] = field(default_factory=dict, compare=False, repr=False)
     mentions: tuple[Mention, ...] = ()  # unlinked mentions (vault2okf.mentions), the report lists the top few
     memo: ReportMemo | None = field(default=None, compare=False, repr=False)  # a watcher's last report's pieces
+    # a fresh process's: the last convert's link-health.json and the records that changed since (``LastReport``)
+    last: LastReport | None = field(default=None, compare=False, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         return self._json
@@ -81,15 +84,17 @@ class LinkReport:
         return by
 
     def _kept(self, key: str, inputs: tuple[Any, ...], make: Callable[[], Any]) -> Any:
-        """A section of the JSON: the memo's, made from equal ``inputs`` (every value it is made from), else made
-        now (and remembered)."""
-        if self.memo is None:
+        """A section of the JSON: the memo's, made from equal ``inputs`` (every value it is made from), else the
+        last convert's where what it is made from has not changed (``LastReport.holds``), else made now (and
+        remembered)."""
+        if self.memo is None and self.last is None:
             return make()
-        was = self.memo.data.get(key)
+        was = self.memo.data.get(key) if self.memo is not None else None
         if was is not None and was[0] == inputs:
             return was[1]
-        value = make()
-        self.memo.data[key] = (inputs, value)
+        value = self.last.values[key] if self.last is not None and self.last.holds(key, self) else make()
+        if self.memo is not None:
+            self.memo.data[key] = (inputs, value)
         return value
 
     def totals(self) -> dict[str, Any]:
@@ -225,6 +230,27 @@ class LinkReport:
     def to_json_text(self, memo: ReportMemo | None = None) -> str:
         """``json.dumps(to_json(), indent=2, ensure_ascii=False)``, a top-level key at a time: with ``memo``, a key
         whose value is the one last dumped takes that text again (a watcher's next report)."""
+        return _joined(self._json_parts(memo))
+
+    def to_json_file(self, memo: ReportMemo | None = None) -> tuple[bytes, str]:
+        """``to_json_text`` encoded, and its sha256: with ``memo``, where every key's text is the very one of the
+        last file (``ReportMemo.whole``), that file's bytes and digest, neither joined nor hashed again."""
+        texts = self._json_parts(memo)
+        was = memo.whole if memo is not None else None
+        if (
+            was is not None
+            and len(was[0]) == len(texts)
+            and all(a[0] == b[0] and a[1] is b[1] for a, b in zip(was[0], texts, strict=True))
+        ):
+            return was[1], was[2]
+        data = _joined(texts).encode("utf-8")
+        digest = hashlib.sha256(data).hexdigest()
+        if memo is not None:
+            memo.whole = (texts, data, digest)
+        return data, digest
+
+    def _json_parts(self, memo: ReportMemo | None) -> tuple[tuple[str, str], ...]:
+        """Each top-level key with its value's text (``_joined`` makes the file of them)."""
         parts = []
         for key, value in self.to_json().items():
             was = memo.json.get(key) if memo is not None else None
@@ -234,8 +260,132 @@ class LinkReport:
                 text = json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n  ")
                 if memo is not None:
                     memo.json[key] = (value, text)
-            parts.append(f"  {json.dumps(key, ensure_ascii=False)}: {text}")
-        return "{\n" + ",\n".join(parts) + "\n}\n"
+            parts.append((key, text))
+        return tuple(parts)
+
+
+def _joined(parts: Iterable[tuple[str, str]]) -> str:
+    """The JSON file of each top-level key and its text (``LinkReport.to_json_text``)."""
+    return "{\n" + ",\n".join(f"  {json.dumps(key, ensure_ascii=False)}: {text}" for key, text in parts) + "\n}\n"
+
+
+# the JSON's sections made from the records of these statuses alone (besides the notes, aliases and variants)
+_SECTION_STATUSES: dict[str, frozenset[Status]] = {
+    "broken": frozenset({Status.BROKEN}),
+    "ambiguous": frozenset({Status.AMBIGUOUS, Status.ATTACHMENT}),
+    "alias_only": frozenset({Status.ALIAS}),
+    "overridden": frozenset({Status.OVERRIDDEN}),
+    "excluded": frozenset({Status.EXCLUDED}),
+    "missing_attachments": frozenset({Status.MISSING_ATTACHMENT}),
+    "missing_blocks": frozenset({Status.MISSING_BLOCK}),
+}
+Changed = tuple[tuple[LinkRecord, ...], tuple[LinkRecord, ...]]  # one note's records before and after
+
+
+@dataclass
+class LastReport:
+    """The last convert's ``link-health.json`` as written (its values, and its text under each top-level key), for
+    a convert in a fresh process, which has no ``ReportMemo``: a section is taken from it where nothing it is made
+    from changed since (``holds``), and a key's text wherever its value is the same (``seed``).
+
+    ``same``: the notes are the last convert's, in the same order, with the same aliases; ``suggestions``: the
+    broken links' suggestions are made from the same notes, aliases and variants; ``changed``: the records before
+    and after of each note whose records are not the very ones of last time (every other note's are). A section
+    is the last one where each changed note's records that it reads are equal before and after, field by field
+    as it reads them."""
+
+    values: dict[str, Any]
+    texts: dict[str, str]
+    same: bool
+    suggestions: bool
+    changed: tuple[Changed, ...]
+    _held: dict[str, bool] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, text: str, same: bool, suggestions: bool, changed: tuple[Changed, ...]) -> LastReport | None:
+        """From the text of the last ``link-health.json`` (None when it is not what ``to_json_text`` writes)."""
+        try:
+            values = json.loads(text)
+        except ValueError:
+            return None
+        texts = _split_json(text)
+        if not isinstance(values, dict) or texts is None or list(texts) != list(values):
+            return None
+        return cls(values, texts, same, suggestions, changed)
+
+    def seed(self, memo: ReportMemo, data: bytes, digest: str) -> None:
+        """Each key's text beside its value into ``memo.json`` (``to_json_text`` takes it where the value is equal),
+        and the file's ``data`` (its sha256 ``digest``) as made of them (``to_json_file`` takes it where every key's
+        text is taken)."""
+        memo.json.update((key, (self.values[key], written)) for key, written in self.texts.items())
+        memo.whole = (tuple(self.texts.items()), data, digest)
+
+    def holds(self, key: str, report: LinkReport) -> bool:
+        if key not in self._held:
+            self._held[key] = key in self.values and self.same and self._holds(key, report)
+        return self._held[key]
+
+    def _holds(self, key: str, report: LinkReport) -> bool:
+        statuses = _SECTION_STATUSES.get(key)
+        if statuses is not None:
+            if key == "broken" and not self.suggestions:  # the notes, aliases and variants suggestions are made from
+                return False
+            return all(_seen(old, statuses) == _seen(new, statuses) for old, new in self.changed)
+        if key in ("orphans", "hubs"):
+            return all(_neighbours(old) == _neighbours(new) for old, new in self.changed)
+        if key == "totals":
+            problems = [
+                {"path": p, "line": pr.line, "kind": pr.kind, "message": pr.message} for p, pr in report.problems
+            ]
+            return (
+                self.values.get("problems") == problems
+                and self.holds("orphans", report)
+                and all(_counted(old) == _counted(new) for old, new in self.changed)
+            )
+        return False
+
+
+def _seen(records: tuple[LinkRecord, ...], statuses: frozenset[Status]) -> list[tuple[Any, ...]]:
+    """What a section of these statuses reads of each record."""
+    return [
+        (r.link.line, r.link.target, r.link.raw, r.link.anchor, r.resolution)
+        for r in records
+        if r.resolution.status in statuses
+    ]
+
+
+def _neighbours(records: tuple[LinkRecord, ...]) -> set[str]:
+    """The notes these records (one note's) link, as ``LinkReport._degree`` counts them."""
+    return {
+        r.resolution.path
+        for r in records
+        if r.resolution.status in NOTE_STATUSES and r.resolution.path and r.resolution.path != r.source
+    }
+
+
+def _counted(records: tuple[LinkRecord, ...]) -> list[tuple[Any, ...]]:
+    """What ``LinkReport.totals`` reads of each record."""
+    return [(r.resolution.status, r.link.embed, r.link.syntax, _target(r)) for r in records]
+
+
+def _split_json(text: str) -> dict[str, str] | None:
+    """The text under each top-level key of a file ``to_json_text`` wrote (None when it is not one): a top-level
+    key is the only thing that starts a line with two spaces and a quote (nested lines have four or more, and a
+    string holds no line break)."""
+    if not (text.startswith('{\n  "') and text.endswith("\n}\n")):
+        return None
+    decoder = json.JSONDecoder()
+    out: dict[str, str] = {}
+    for part in text[5:-3].split(',\n  "'):
+        try:
+            key, end = decoder.raw_decode('"' + part)
+        except ValueError:
+            return None
+        if not isinstance(key, str) or part[end - 1 : end + 1] != ": " or key in out:
+            return None
+        out[key] = part[end + 1 :]
+    joined = ",\n".join(f"  {json.dumps(k, ensure_ascii=False)}: {t}" for k, t in out.items())
+    return out if "{\n" + joined + "\n}\n" == text else None
 
 
 @dataclass
@@ -248,6 +398,8 @@ class ReportMemo:
     json: dict[str, tuple[Any, str]] = field(default_factory=dict)
     html: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     markdown: dict[str, tuple[Any, str | None]] = field(default_factory=dict)  # link-health.md's (_MARKDOWN_PIECES)
+    # the last link-health.json: each key with its text (the very strings of ``json``), the file's bytes, their sha256
+    whole: tuple[tuple[tuple[str, str], ...], bytes, str] | None = None
     indexes: dict[str, Any] = field(default_factory=dict)  # the folders' index.md (bundle.folder_indexes)
 
 

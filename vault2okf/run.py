@@ -40,12 +40,12 @@ from vault2okf.config import Config
 from vault2okf.db import AnalyticsRow, ConceptRow, DatabasePatcher, DatabaseWriter, LinkRow
 from vault2okf.guard import Problems, note_meta_safe, read_note, resolve_links_safe, rewrite_safe
 from vault2okf.html import link_health_html
-from vault2okf.mentions import Found, Mention, mention_rows, prose, vault_mentions
+from vault2okf.mentions import Found, Mention, NameIndex, mention_rows, prose, vault_mentions
 from vault2okf.meta import Meta
 from vault2okf.names import assign_doc_paths
 from vault2okf.parse import Link, Note, Problem
 from vault2okf.protocol import DATABASE, database
-from vault2okf.report import LinkRecord, LinkReport, ReportMemo, type_rows
+from vault2okf.report import Changed, LastReport, LinkRecord, LinkReport, ReportMemo, type_rows
 from vault2okf.resolve import (
     NOTE_STATUSES,
     Resolution,
@@ -286,10 +286,13 @@ class Run:
         last = self.last.resolver if self.last is not None else None
         resolver: Resolver | None = last[1] if last is not None and last[0] == self.universe else None
         self.records: list[LinkRecord] = []
+        old_notes = self.old.notes if self.old is not None else {}
         for path in self.paths:
             w = self.works[path]
             if w.reuse is not None and (same or (moved is not None and not _names_any(w.reading.links, moved))):
                 w.resolved = Resolved(w.reuse.resolved, w.reuse.resolve_problems)
+            elif same and (before := _resolved_before(w.reading.links, old_notes.get(path))) is not None:
+                w.resolved = Resolved(before, ())  # every target one its last state resolved (a fresh process)
             else:
                 resolver = resolver or _resolver(self.paths, self.walk, self.aliases, self.config)
                 found: Problems = []
@@ -299,6 +302,7 @@ class Run:
         blocks = block_sets((p, self.works[p].reading.blocks) for p in self.paths)
         kept = self.last.records if self.last is not None else {}
         self.note_records: dict[str, tuple[Any, ...]] = {}
+        self.changed: list[Changed] = []  # the records before and after of each note whose records changed
         taken = 0  # notes whose records are the very ones of last time, or make the same edges
         for path in self.paths:  # block refs checked once every note's block ids are known
             w = self.works[path]
@@ -314,9 +318,18 @@ class Run:
                 taken += was is not None and _edges(was[2]) == _edges(records)
             self.note_records[path] = (links, checked, records)
             self.records.extend(records)
+            st = old_notes.get(path)
+            if st is not None and not (links is st.links and resolved is st.resolved
+                                       and w.missing_blocks == st.inputs[2]):  # fmt: skip
+                self.changed.append((_records_of(path, st), records))
         # the same notes in the same order, each with the very records of last time or the same edges: the same
         # link graph as a watcher's last convert
         self.same_graph = taken == len(self.paths) == len(kept) and list(kept) == self.paths
+        self.same_notes = self.old is not None and list(self.old.notes) == self.paths  # the last convert's, in order
+        if not self.same_graph and self.same_notes and self.last is not None and self.last.graph[0]:
+            # a fresh process: every note's records the very ones of its state but for the changed ones, which
+            # make the same edges: the graph of the cached analytics
+            self.same_graph = all(_edges(old) == _edges(new) for old, new in self.changed)
 
     def _moved_aliases(self) -> frozenset[str] | None:
         """Where only aliases changed since the last convert (the same notes, attachments and excluded files): the
@@ -332,23 +345,38 @@ class Run:
     def _render(self) -> None:
         """Doc paths (collisions moved aside and reported), then each note's doc: carried from the old bundle
         when everything it was made from is the same and the old file is as written, else made again."""
-        doc_of, self.collisions = assign_doc_paths(self.paths)
+        doc_of, self.collisions = self._doc_paths()
         used = frozenset(r.resolution.path or "" for r in self.records if r.resolution.status is Status.ATTACHMENT)
         doc_of.update({a.path: a.path for a in self.walk.attachments if a.path in used})
         self.doc_of, self.used = doc_of, used
         self.carried: list[str] = []
         self.graph = {p: frontmatter(a) for p, a in self.analytics.items()}
+        # the same notes (so the same doc paths) and analytics as the last convert: a note whose resolutions are its
+        # state's very tuple, with the same missing blocks, has its state's inputs (its targets' doc paths too)
+        kept = self.same_notes and self.same_graph
         for path in self.paths:
             w = self.works[path]
-            targets = tuple(doc_of.get(r.path) for r in w.resolutions if r.path)
-            # missing_blocks: its rows' statuses; graph: the doc's `graph` key, which other notes' links move
-            w.inputs = (doc_of[path], targets, w.missing_blocks, tuple(self.graph[path].items()))
             st = w.reuse
+            if kept and st is not None and w.resolutions is st.resolved and w.missing_blocks == st.inputs[2]:
+                w.inputs = st.inputs
+            else:
+                targets = tuple(doc_of.get(r.path) for r in w.resolutions if r.path)
+                # missing_blocks: its rows' statuses; graph: the doc's `graph` key, which other notes' links move
+                w.inputs = (doc_of[path], targets, w.missing_blocks, tuple(self.graph[path].items()))
             if st is not None and self._carries(w, st):
                 w.made = Made(doc=st.doc, rewrite_problems=st.rewrite_problems, doc_problems=st.doc_problems)
                 self.carried.append(path)
         self.reused = len(self.carried)
         self.carried_set = frozenset(self.carried)
+
+    def _doc_paths(self) -> tuple[dict[str, str], list[tuple[str, Problem]]]:
+        """``names.assign_doc_paths``: the last convert's where its notes are these, in the same order (a function
+        of them alone; each state keeps its doc path, the cache the collisions), else assigned now."""
+        last = self.last
+        if self.old is None or last is None or last.collisions is None or not self.same_notes:
+            return assign_doc_paths(self.paths)
+        doc_of = {p: st.inputs[0] for p, st in self.old.notes.items()}
+        return doc_of, [(p, Problem("collision", message)) for p, message in last.collisions]
 
     def _analyse(self) -> dict[str, NoteAnalytics]:
         """The graph analytics: the last convert's while the graph is the same (``analytics.graph_key``)."""
@@ -432,10 +460,23 @@ class Run:
         metas = {p: self.works[p].meta for p in self.paths}
         proses = {p: self.works[p].reading.prose for p in self.paths}
         earlier = self.last.earlier() if self.last is not None else None
-        found = vault_mentions(self.paths, metas, proses, self.records, earlier)
+        found = vault_mentions(self.paths, metas, proses, self.records, earlier, self._name_index())
         for path, hits in found.hits.items():
             self.works[path].hits = hits
         return found
+
+    def _name_index(self) -> NameIndex | None:
+        """The last convert's ``mentions.name_index`` where every note's names are its last state's (the same
+        notes, in the same order, with the same titles and aliases); else None (made again)."""
+        last = self.last
+        if last is None or last.name_index is None or self.old is None or not self.same_notes:
+            return None
+        old = self.old.notes
+        for path in self.paths:
+            meta, was = self.works[path].meta, old[path].meta
+            if meta is not was and (meta.title, meta.aliases) != (was.title, was.aliases):
+                return None
+        return last.name_index
 
     @property
     def mentions(self) -> list[Mention]:
@@ -451,9 +492,12 @@ class Run:
             self.near = dict(memo.near) if memo else {}
             last = self.last.tally.tally if self.last is not None else None
             self.tally = TallyBox(last)  # the sum of the notes' words, moved on from a watcher's last convert
-            variants = tuple(spelling_variants(notes, self.aliases, self.records, words, self.near, self.tally))
+            broken = [r for r in self.records if r.resolution.status is Status.BROKEN]  # all spelling_variants reads
+            variants = tuple(spelling_variants(notes, self.aliases, broken, words, self.near, self.tally))
             self.suggest_key = suggest_key(self.universe, variants)
             known = memo.suggested if memo and memo.suggest_key == self.suggest_key else {}
+            same_suggestions = memo is not None and memo.suggest_key == self.suggest_key
+            earlier = None if self.report_memo.json else self._last_report(same_suggestions)
             self._report = LinkReport(
                 vault=self.vault.name,
                 notes=tuple(self.paths),
@@ -466,8 +510,36 @@ class Run:
                 suggested=dict(known),
                 mentions=tuple(self.mentions),
                 memo=self.report_memo,
+                last=earlier,
             )
         return self._report
+
+    def _last_report(self, suggestions: bool) -> LastReport | None:
+        """The last convert's ``link-health.json`` (``report.LastReport``), for a process with no report memo (a
+        fresh one, a watcher's first convert): read where it is as written (its signature and sha256 the ones
+        recorded) and the rows were carried from the same cache (``self.old``: the notes' states)."""
+        rel, prior = "link-health.json", self.prior
+        if self.old is None or prior is None or not prior.digests.get(rel) or not prior.files.get(rel):
+            return None
+        path = os.path.join(self.out, rel)
+        try:
+            if output_sig(path) != prior.files[rel]:
+                return None
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            return None
+        digest = hashlib.sha256(data).hexdigest()
+        if digest != prior.digests[rel]:
+            return None
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        last = LastReport.parse(text, self.old.universe == self.universe, suggestions, tuple(self.changed))
+        if last is not None:
+            last.seed(self.report_memo, data, digest)
+        return last
 
     def write(self, stage: Path, key: str, started: int, present: set[str] | None = None) -> ConvertCache:
         """The new generation written into ``stage``; ``present``: the files a recycled stage holds (``b.Spare``),
@@ -550,20 +622,32 @@ class Run:
             rel = f"{b.CONCEPTS}/{self.works[path].doc.doc_path}"
             links_from[rel] = f"{old_root}/{rel}"
         attachment_folders = {posixpath.dirname(p) for p in used if p}
-        for folder, text in b.folder_indexes(docs, vault.name, attachment_folders, self.report_memo.indexes).items():
+        indexes: list[str] = []
+        old_keys, todo = self._old_folder_keys(vault.name), dict[str, b.IndexKey]()
+        for folder, index_key in b.folder_keys(docs, vault.name, attachment_folders).items():
+            rel = posixpath.join(b.CONCEPTS, folder, "index.md")
+            indexes.append(rel)
+            if old_keys.get(folder) == index_key and self._as_written(rel):  # made from the same docs: linked
+                links_from[rel] = os.path.join(old_root, rel)
+            else:
+                todo[folder] = index_key
+        for folder, text in b.folder_texts(todo, self.report_memo.indexes).items():
             files[posixpath.join(b.CONCEPTS, folder, "index.md")] = text
         files["index.md"] = b.root_index(vault.name)
         types = dict(Counter(d.type for d in docs).most_common())
         data = report.to_json()
         files["SKILL.md"] = skill_text(vault.name, vault.name, types, data["totals"], folders=data["types"])
         renamed = {p: f"{b.CONCEPTS}/{d}" for p, d in doc_of.items() if d != p}
-        held = [report.to_json_text(self.report_memo).encode("utf-8")]  # given up once written
+        json_data, json_digest = report.to_json_file(self.report_memo)
+        held = [json_data]  # given up once written
+        del json_data
         # the page and the Markdown are made from the JSON (the page with the renamed docs' paths): where that is
         # what the old ones were made from, and they are as written, they are linked without being made again
+        json_source = json_digest.encode()
         made: list[tuple[str, str | None, Callable[[], str | bytes]]] = [
             ("link-health.json", None, held.pop),
-            ("link-health.md", _digest(held[0]), lambda: report.to_markdown(self.report_memo)),
-            ("link-health.html", _digest(held[0], repr(sorted(renamed.items())).encode("utf-8")),
+            ("link-health.md", _digest(json_source), lambda: report.to_markdown(self.report_memo)),
+            ("link-health.html", _digest(json_source, repr(sorted(renamed.items())).encode("utf-8")),
              lambda: link_health_html(data, renamed, self.report_memo.html)),
         ]  # fmt: skip
         for rel, source, make in made:
@@ -571,13 +655,14 @@ class Run:
                 links_from[rel] = os.path.join(old_root, rel)
                 continue
             content = _encoded(make())
-            if self._same_file(rel, content):
+            if self._same_file(rel, content, json_digest if rel == "link-health.json" else None):
                 links_from[rel] = os.path.join(old_root, rel)
             else:
                 b.clear(stage, [rel], self.present)
                 b.write_file(stage / rel, content)
             del content
-        written = [*files, *(rel for rel, _, _ in made)]
+        listed = frozenset(indexes)
+        written = [*indexes, *(rel for rel in files if rel not in listed), *(rel for rel, _, _ in made)]
         for rel in list(files):  # the same bytes as the old bundle's file: linked, not written again
             if self._same_file(rel, _encoded(files[rel])):
                 links_from[rel] = os.path.join(old_root, rel)
@@ -597,6 +682,27 @@ class Run:
         self.linked = frozenset(links_from) - self.copied  # the very files of the old bundle
         return [*written, b.MARKER]
 
+    def _old_folder_keys(self, title: str) -> dict[str, b.IndexKey]:
+        """What each folder's ``index.md`` of the old bundle was made from (``bundle.folder_keys``), from the last
+        convert's states: the docs carried are the very ``Doc`` objects, so a folder whose notes were all carried
+        compares by identity."""
+        old = self.prior
+        if old is None:
+            return {}
+        extra = {posixpath.dirname(p) for p in old.attachments}
+        return b.folder_keys([st.doc for st in old.notes.values()], title, extra)
+
+    def _as_written(self, rel: str) -> bool:
+        """Is the old bundle's ``rel`` the file the last convert wrote (its signature the one recorded, its sha256
+        known)? Then its digest is this run's too."""
+        old = self.prior
+        if old is None or rel not in old.digests or not old.files.get(rel):
+            return False
+        if output_sig(os.path.join(self.out, rel)) != old.files[rel]:
+            return False
+        self.digests[rel] = old.digests[rel]
+        return True
+
     def _made_from(self, rel: str, source: str) -> bool:
         """Was the old bundle's ``rel`` made from ``source`` (a digest of what makes it), and is it as written?
         Then it is what this run would make. Recorded either way."""
@@ -609,10 +715,11 @@ class Run:
         self.digests[rel] = old.digests[rel]
         return True
 
-    def _same_file(self, rel: str, data: bytes) -> bool:
+    def _same_file(self, rel: str, data: bytes, digest: str | None = None) -> bool:
         """Is ``data`` the content of the old bundle's ``rel``, as the last convert wrote it (its sha256 recorded
-        then, the file not touched since: size, mtime and inode the same)? Its digest is recorded either way."""
-        digest = self.digests[rel] = hashlib.sha256(data).hexdigest()
+        then, the file not touched since: size, mtime and inode the same)? Its digest (``digest`` where it is
+        known) is recorded either way."""
+        digest = self.digests[rel] = digest or hashlib.sha256(data).hexdigest()
         old = self.prior
         return (
             old is not None
@@ -631,7 +738,7 @@ class Run:
                 output = w.reuse.output  # hard-linked: the very file the last convert wrote, as it checked
             else:
                 output = output_sig(os.path.join(root, rel))
-            state = w.state(replace(doc, text=""), output)
+            state = w.state(doc if not doc.text else replace(doc, text=""), output)
             notes[path] = w.reuse if w.reuse is not None and w.reuse == state else state  # the base's, if it was
         docs = {f"{b.CONCEPTS}/{s.doc.doc_path}": s.output for s in notes.values()}
         others = {rel: output_sig(os.path.join(root, rel)) for rel in files if rel not in docs}
@@ -647,6 +754,9 @@ class Run:
             notes=notes, problems=report.problems, types=report.types, variants=report.variants, near=self.near,
             suggested=suggested, suggest_key=self.suggest_key, names=self.found.keys,
             graph=(self.graph_key, {p: as_tuple(a) for p, a in self.analytics.items()}), tally=self.tally,
+            collisions=tuple((p, problem.message) for p, problem in self.collisions),
+            name_index=None if self.found.applied is None else (dict(self.found.applied.index),
+                                                                self.found.applied.capital),
             report_memo=self.report_memo, base=last.base if last else None, base_notes=last.base_notes if last else {},
             records=self.note_records, resolver=self.resolver, applied=self.found.applied,
         )  # fmt: skip
@@ -673,6 +783,26 @@ class _Path:
 def _edges(records: Iterable[LinkRecord]) -> list[tuple[str, str]]:
     return [(r.source, r.resolution.path) for r in records if r.resolution.status in NOTE_STATUSES
             and r.resolution.path is not None]  # fmt: skip
+
+
+def _resolved_before(links: tuple[Link, ...], st: NoteState | None) -> tuple[Resolution, ...] | None:
+    """Each link's resolution where the note's last state resolved its target too, with no problem (a link
+    resolves by its target and its note's path alone, for the same universe and config); else None."""
+    if st is None or st.resolve_problems:
+        return None
+    before = dict(zip((link.target for link in st.links), st.resolved, strict=True))
+    found = [before.get(link.target) for link in links]
+    return None if None in found else tuple(found)  # type: ignore[arg-type]
+
+
+def _records_of(path: str, st: NoteState) -> tuple[LinkRecord, ...]:
+    """A note's records as the last convert made them from its state (``NoteState.inputs[2]``: the links whose
+    block was missing)."""
+    checked = list(st.resolved)
+    for i in st.inputs[2]:
+        r = checked[i]
+        checked[i] = Resolution(Status.MISSING_BLOCK, r.path, r.candidates, r.rule)
+    return tuple(LinkRecord(path, lk, r) for lk, r in zip(st.links, checked, strict=True))
 
 
 def _names_any(links: tuple[Link, ...], keys: frozenset[str]) -> bool:

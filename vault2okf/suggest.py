@@ -20,6 +20,7 @@ taken for names; each cluster suggests aliases (the title with the variant spell
 from __future__ import annotations
 
 import itertools
+import marshal
 import math
 import posixpath
 import re
@@ -284,12 +285,51 @@ class _Seen:
     beside: dict[str, Counter[str]]  # word -> capitalised words written next to it
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class BodyWords:
     """What ``spelling_variants`` reads from one note's body, kept by the convert cache per note."""
 
     runs: Counter[str]  # runs of capitalised words -> times written
     lower: frozenset[str]  # words written in lower case
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BodyWords):
+            return NotImplemented
+        return self is other or (self.runs == other.runs and self.lower == other.lower)
+
+    def saved(self) -> bytes:
+        """As the convert cache keeps them: one marshalled value (``StoredWords`` reads it back when first asked)."""
+        return marshal.dumps((dict(self.runs), self.lower))
+
+
+class StoredWords(BodyWords):
+    """A note's ``BodyWords`` as the convert cache saved them, decoded when first read: a convert that starts from
+    the cache decodes the words of the notes that changed, not every note's (at 13k notes, half a second of the
+    cache's decoding). Equal to the words it was saved from."""
+
+    blob: bytes
+
+    def __init__(self, blob: bytes) -> None:  # the dataclass's fields are read from ``blob`` when first asked for
+        object.__setattr__(self, "blob", blob)
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in ("runs", "lower"):
+            raise AttributeError(name)
+        try:
+            runs, lower = marshal.loads(self.blob)
+            runs, lower = Counter(runs), frozenset(lower)
+        except Exception as error:  # noqa: BLE001 - a wrong shape: the cache that held it is damaged
+            raise WordsDamaged(f"a note's saved words: {type(error).__name__}: {error}") from error
+        object.__setattr__(self, "runs", runs)
+        object.__setattr__(self, "lower", lower)
+        return runs if name == "runs" else lower
+
+    def saved(self) -> bytes:
+        return self.blob
+
+
+class WordsDamaged(Exception):
+    """Saved words (``StoredWords``) that do not decode: the cache that held them is not what a convert wrote."""
 
 
 def body_words(body: str) -> BodyWords:
@@ -323,7 +363,8 @@ def spelling_variants(
             for w in found:
                 titles[w].add(note.path)
     read = [words[n.path] if words is not None and n.path in words else body_words(n.body) for n in notes]
-    seen = _tallied(notes, read, tally)
+    summed = _tallied(notes, read, tally)
+    seen = summed.seen
     broken = Counter(w for r in records if r.resolution.status == "broken" for w in fold(r.link.target).split())
     index = _Near(titles, {} if near is None else near)
     clusters: dict[str, Counter[str]] = defaultdict(Counter)
@@ -336,7 +377,7 @@ def spelling_variants(
             in_link = broken[word] and len(word) >= 6 and count >= 2  # written so more than once, in a link
             if in_link or _beside_title(word, title_word, seen, titles, title_words, index):
                 clusters[title_word][word] += count
-    lower: frozenset[str] = frozenset().union(*(one.lower for one in read)) if clusters else frozenset()
+    lower = summed.lower  # word -> notes that write it in lower case
     for title_word in list(clusters):  # a word also written in lower case is a word, not a name (people)
         for word in [w for w in clusters[title_word] if w in lower]:
             del clusters[title_word][word]
@@ -409,22 +450,26 @@ MOST_CHANGED = 16  # notes whose words changed beyond which a Tally is made agai
 
 class Tally:
     """The vault's capitalised runs (each note's ``BodyWords.runs`` summed, in the order a full sum has them) and
-    the words seen in them (``_Seen``), for a watcher's next ``spelling_variants`` to update rather than sum again.
+    the words seen in them (``_Seen``), and how many notes write each word in lower case (``lower``), for a
+    watcher's next ``spelling_variants`` to update rather than sum again.
 
     An update keeps every key in its place: it is taken only where the notes are the same paths, few notes'
     words changed, no run appears or disappears in the sum, and a run a changed note was the first to write is
     still written first by it, in the same order; then each changed run's count moves, and the seen words'
     counts with it. Anything else: summed again, as without a tally. One tally serves one convert: updating it
-    hands it on (``spent``), so a convert that fails never leaves a half-moved one behind."""
+    hands it on (``spent``), so a convert that fails never leaves a half-moved one behind. Only the changed
+    notes' words are read (``BodyWords.__eq__`` aside, the others are the very objects of last time)."""
 
     def __init__(self, paths: list[str], read: list[BodyWords]) -> None:
         self.paths, self.read = paths, read
         self.runs: Counter[str] = Counter()
+        self.lower: Counter[str] = Counter()
         self.first: dict[str, int] = {}
         for i, one in enumerate(read):
             for run in one.runs:
                 self.first.setdefault(run, i)
             self.runs.update(one.runs)
+            self.lower.update(one.lower)
         self.seen = _seen_words(self.runs)
         self.spent = False
         self.updates = 0  # how many converts in a row moved it rather than made it again
@@ -453,23 +498,32 @@ class Tally:
             if d:
                 self.runs[run] += d
                 _add_run(_run_words(run, folded), d, self.seen.count, self.seen.beside)
+        for i in changed:
+            old_lower, new_lower = self.read[i].lower, read[i].lower
+            self.lower.update(new_lower - old_lower)
+            self.lower.subtract(old_lower - new_lower)
+            for word in old_lower - new_lower:
+                if self.lower[word] <= 0:
+                    del self.lower[word]
         moved = object.__new__(Tally)
         moved.paths, moved.read, moved.runs, moved.first, moved.seen = paths, read, self.runs, self.first, self.seen
-        moved.spent, moved.updates = False, self.updates + 1
+        moved.lower, moved.spent, moved.updates = self.lower, False, self.updates + 1
         return moved
 
     def saved(self) -> tuple[Any, ...]:
         """The sums as built-in values, every key in its place (the convert cache keeps them: ``restored``)."""
         seen = self.seen
-        return dict(self.runs), self.first, dict(seen.count), {w: dict(c) for w, c in seen.beside.items()}
+        beside = {w: dict(c) for w, c in seen.beside.items()}
+        return dict(self.runs), self.first, dict(seen.count), beside, dict(self.lower)
 
     @classmethod
     def restored(cls, paths: list[str], read: list[BodyWords], saved: tuple[Any, ...]) -> Tally:
         """The tally ``saved`` for these notes' words (the ones it was summed from), as ``Tally(paths, read)``
-        would make it, keys in the same places, without summing every note again."""
-        runs, first, count, beside = saved
+        would make it, keys in the same places, without summing every note again (or reading their words)."""
+        runs, first, count, beside, lower = saved
         tally = object.__new__(cls)
         tally.paths, tally.read, tally.runs, tally.first = paths, read, Counter(runs), dict(first)
+        tally.lower = Counter(lower)
         tally.seen = _Seen(Counter(count), defaultdict(Counter, {w: Counter(c) for w, c in beside.items()}))
         tally.spent, tally.updates = False, 0
         return tally
@@ -482,15 +536,15 @@ class TallyBox:
     tally: Tally | None = None
 
 
-def _tallied(notes: Sequence[Any], read: list[BodyWords], box: TallyBox | None) -> _Seen:
-    """The words seen in every note's runs: the boxed tally moved to ``read`` where it can be, else summed
-    again; the tally now in use goes into ``box``."""
+def _tallied(notes: Sequence[Any], read: list[BodyWords], box: TallyBox | None) -> Tally:
+    """The sums of every note's words: the boxed tally moved to ``read`` where it can be, else summed again; the
+    tally now in use goes into ``box``."""
     paths = [n.path for n in notes]
     last = box.tally if box is not None else None
     tally = (last.moved(paths, read) if last is not None else None) or Tally(paths, read)
     if box is not None:
         box.tally = tally
-    return tally.seen
+    return tally
 
 
 def _beside_title(

@@ -219,3 +219,48 @@ def test_the_same_export_is_loaded_once_a_process_and_a_new_one_again(
     (encoder_dir(copy) / MODEL_FILE).write_bytes(b"\x00garbage")  # damaged: loaded again, found wanting, exported
     index_bundle(copy, embedder_name="minilm", progress=False)
     assert len(made) > first and Retriever.open(copy).notices == ()
+
+
+def test_watch_index_opens_the_index_at_start_and_writes_none_of_it(bundle: Path, copy: Path, tmp_path: Path) -> None:
+    """`watch --index` opens, after its first index, what its first edit's index would open (issue 38: Chroma
+    loading its vector index cost that edit some 7 s at 13k notes): the watcher holds the recorded collection,
+    opened, and the saved table is kept in memory; nothing of the index is written by it (Chroma's fingerprint and
+    the table file as they were), and the edit's index after it leaves the table matching Chroma."""
+    from retriever.index import Warmed, _kept_table, read_index_info, table_path, warm_index
+    from retriever.store import chroma_fingerprint, default_chroma_path
+    from vault2okf.watch import Watcher
+
+    vault = Path(shutil.copytree(bundle.parent / "vault", tmp_path / "vault"))
+    info = read_index_info(copy)
+    table = table_path(copy, info.collection)
+    before = (chroma_fingerprint(default_chroma_path(copy), info.collection), table.stat().st_ino, table.stat().st_size)
+    lines: list[str] = []
+    options = {"embedder_name": "minilm", "device": "cpu"}
+    w = Watcher(vault, copy, indexer=index_bundle, warmer=warm_index, index_options=options, echo=lines.append)
+    w.start()
+    assert "index opened" in lines[-1], lines[-1]
+    assert isinstance(w.warmed, Warmed) and w.warmed.store.name == info.collection
+    assert w.warmed.chunks == info.chunks == w.warmed.store.count()
+    assert _kept_table(table) is not None
+    after = (chroma_fingerprint(default_chroma_path(copy), info.collection), table.stat().st_ino, table.stat().st_size)
+    assert after == before
+    note = vault / "Places" / "Greywater.md"
+    note.write_text(note.read_text("utf-8") + "A ferry leaves for the isles at dawn.\n", "utf-8")
+    assert w.rebuild(1, [str(note)]), lines[-1]
+    assert "1 embedded" in lines[-1] and "index failed" not in lines[-1], lines[-1]
+    _, saved, store = open_table(copy)
+    assert store is None  # the saved table matches Chroma
+    assert any("ferry leaves for the isles" in text for text in saved.texts)
+    w.kept.close()
+
+
+def test_a_watch_without_index_opens_no_index(tmp_path: Path) -> None:
+    from vault2okf.watch import Watcher
+
+    (tmp_path / "vault").mkdir()
+    (tmp_path / "vault" / "A.md").write_text("# A\n", "utf-8")
+    opened: list[Path] = []
+    w = Watcher(tmp_path / "vault", tmp_path / "out", warmer=lambda out, **_: opened.append(out), echo=print)
+    w.start()
+    assert opened == [] and w.warmed is None
+    w.kept.close()

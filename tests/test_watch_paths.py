@@ -316,3 +316,28 @@ def test_a_convert_not_told_its_paths_walks_the_whole_vault(tmp_path: Path) -> N
     kept.note_changes([str(vault / "People" / "N3.md")])  # told a path, yet not following events: still whole
     (vault / "People" / "N5.md").write_text("# N5\n\nchanged\n", "utf-8")
     assert kept.walk(vault.resolve(), EXCLUDE) == walk_vault(vault, EXCLUDE) and not kept.patched
+
+
+def test_a_watchers_marker_lists_the_stage_without_walking_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A watcher seals each generation with the files its run put there (``convert._written``: docs, attachments,
+    reports, indexes, the database) instead of walking the stage: over random edits, adds, renames, deletes and
+    attachments, the marker's list is the stage walked, and no stage is walked."""
+    vault, out = small_vault(tmp_path), tmp_path / "out"
+    (vault / "Places" / "N0.md").write_text("# N0\n\n![[map.png]] See [[N1]].\n", "utf-8")  # an attachment used
+    w, lines = _watcher(vault, out)
+    walked: list[Path] = []
+    copied = 0
+    real = b.tree_files
+    monkeypatch.setattr(b, "tree_files", lambda root: walked.append(root) or real(root))
+    rng = random.Random(4141)
+    for step in range(14):
+        before = snapshot(vault)
+        random_op(vault, rng, step)
+        paths = touched(before, snapshot(vault))
+        assert w.rebuild(len(paths), paths), lines[-1]
+        marker = b.read_marker(out)
+        assert marker is not None and marker["files"] == real(out), step
+        copied += any(f.endswith(".png") for f in marker["files"])
+    assert not [root for root in walked if ".tmp-" in root.name], walked
+    assert copied  # attachments were among them
+    w.kept.close()

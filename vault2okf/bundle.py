@@ -225,13 +225,14 @@ def foreign_files(bundle: Path, marker: Mapping[str, Any]) -> list[str]:
     return [f for f in found if f not in wrote]
 
 
-def seal(stage: Path) -> list[str]:
+def seal(stage: Path, files: Iterable[str] | None = None) -> list[str]:
     """Record in the marker every file of the new bundle, so that the next convert can tell the files it
     wrote from files a user added (``foreign_files``). A list of paths, so that the same vault still gives
-    byte-identical bundles. Returns it."""
+    byte-identical bundles. Returns it. ``files``: every file the convert put in ``stage`` (outside its state),
+    where it knows them, instead of listing the stage (``tree_files``; 0.2 s at 13k notes): sorted as it sorts."""
     marker_path = stage / MARKER
     marker = json.loads(marker_path.read_text("utf-8"))
-    marker["files"] = files = tree_files(stage)
+    marker["files"] = files = tree_files(stage) if files is None else sorted(set(files))
     marker_path.write_text(json.dumps(marker, ensure_ascii=False) + "\n", encoding="utf-8")
     return files
 
@@ -268,19 +269,11 @@ class Listing:
         return all(_names(os.path.join(root, f) if f else root) == names for f, names in self.racy.items())
 
 
-def listing(out: Path, files: list[str]) -> Listing | None:
+def listing(out: Path, files: list[str], *, state: bool = True) -> Listing | None:
     """The ``Listing`` of the bundle at ``out`` whose marker lists ``files`` (``seal``); None where a folder is
-    missing (it is not the bundle sealed)."""
-    names: dict[str, set[str]] = defaultdict(set)
-    for rel in files:
-        folder, _, name = rel.rpartition("/")
-        known = folder in names
-        names[folder].add(name)
-        while folder and not known:  # a folder seen the first time: its parents learn its name
-            folder, _, name = folder.rpartition("/")
-            known = folder in names
-            names[folder].add(name)
-    names[""].add(STATE)
+    missing (it is not the bundle sealed). ``state=False``: a folder without its state folder (an emptied
+    ``Spare``)."""
+    names = _expected(files, state=state)
     now = time.time_ns()
     folders = {}
     for folder in names:
@@ -293,6 +286,23 @@ def listing(out: Path, files: list[str]) -> Listing | None:
     since = now - (RACY_NS if fine else RACY_COARSE_NS)
     racy = {f: frozenset(names[f]) for f, (mtime, _) in folders.items() if mtime >= since}
     return Listing(folders, racy, _file_sig(out / MARKER))
+
+
+def _expected(files: list[str], *, state: bool = True) -> dict[str, set[str]]:
+    """Each folder of a bundle holding ``files`` (and its state folder, with ``state``) -> the names it holds."""
+    names: dict[str, set[str]] = defaultdict(set)
+    for rel in files:
+        folder, _, name = rel.rpartition("/")
+        known = folder in names
+        names[folder].add(name)
+        while folder and not known:  # a folder seen the first time: its parents learn its name
+            folder, _, name = folder.rpartition("/")
+            known = folder in names
+            names[folder].add(name)
+    names.setdefault("", set())  # the root, even with no file left in it (an emptied ``Spare``)
+    if state:
+        names[""].add(STATE)
+    return names
 
 
 def _names(folder: str) -> frozenset[str] | None:
@@ -543,15 +553,63 @@ class Spare:
     listing: Listing
     files: list[str]
     shared: frozenset[str]
+    emptied: bool = False  # emptied already (``empty``): it holds ``files``, all shared, and no state folder
+
+
+def empty(spare: Spare) -> Spare | None:
+    """``spare`` emptied of all but the files it shares with the bundle in place, as ``recycle`` would at the next
+    convert, for a watcher to do on a thread while it waits for the next edit: the ``Spare`` it is then, listed
+    anew and checked against a listing of its tree made after (a file dropped in meanwhile is seen by one or the
+    other). None where it is not as sealed, or changed under us: the next stage is a new one."""
+    stage = spare.path
+    if spare.emptied or not spare.listing.holds(stage):
+        return spare if spare.emptied else None
+    try:
+        shutil.rmtree(stage / STATE)
+        emptied = set()
+        for rel in spare.files:
+            if rel not in spare.shared:
+                os.unlink(os.path.join(stage, rel))
+                emptied.add(posixpath.dirname(rel))
+        _prune(stage, emptied)
+    except OSError:
+        return None
+    files = [rel for rel in spare.files if rel in spare.shared]
+    recorded = listing(stage, files, state=False)
+    if recorded is None or not _as_left(spare, recorded, emptied, _expected(files, state=False)):
+        return None
+    return Spare(stage, recorded, files, frozenset(files), emptied=True)
+
+
+def _as_left(spare: Spare, recorded: Listing, emptied: set[str], names: dict[str, set[str]]) -> bool:
+    """Does an emptied spare hold ``names`` and nothing else, checked after its listing was ``recorded`` (a file
+    dropped in after that changes its folder's time)? The folders it emptied (and their parents, and the folders
+    changed close to its first listing) are listed; every other must be as that listing recorded it."""
+    listed = set(spare.listing.racy)
+    for folder in emptied:
+        while folder not in listed:
+            listed.add(folder)
+            folder = posixpath.dirname(folder)
+    listed.add("")
+    root = str(spare.path)
+    for folder, sig in recorded.folders.items():
+        if folder in listed:
+            if _names(os.path.join(root, folder) if folder else root) != names[folder]:
+                return False
+        elif spare.listing.folders.get(folder) != sig:
+            return False
+    return True
 
 
 def recycle(out: Path, spare: Spare | None) -> tuple[Path, set[str]]:
     """The staging folder for the next generation: ``spare`` emptied of all but the files it shares with the
-    bundle in place, where it is still as sealed; else a new empty folder (``staging_dir``). With the files it
-    holds (``present``: the next convert takes or replaces them)."""
+    bundle in place (``empty``: emptied already, or now), where it is still as sealed; else a new empty folder
+    (``staging_dir``). With the files it holds (``present``: the next convert takes or replaces them)."""
     stage = _sibling(out, "tmp")
     if spare is None or spare.path != stage or not spare.listing.holds(stage):
         return staging_dir(out), set()
+    if spare.emptied:
+        return stage, set(spare.files)
     try:
         shutil.rmtree(stage / STATE)  # the state's files are never taken: the convert cache's base is linked anew
         emptied = set()

@@ -4,7 +4,9 @@ One full ``convert`` at the start, then one rebuild per burst of file events (``
 after ``--debounce`` ms without events). A rebuild is a whole ``convert``: built beside the bundle and
 swapped in atomically (docs/adr-002-bundle-swap.md), so the bundle is always one whole conversion, never a
 mix. With an indexer (injected by the ``watch`` command, ``vault2okf/cli/watch.py``: the library does not import
-the retriever), the index is synced after each rebuild; it embeds only the notes whose text changed.
+the retriever), the index is synced after each rebuild; it embeds only the notes whose text changed. After the first
+index, what an edit's index opens (Chroma's vector index, the embedder: ``warmer``) is opened once, so the first
+edit costs what the next ones do.
 
 A rebuild that fails (a broken config, another run holding the bundle lock, a bug) is one report line;
 the watcher keeps going and retries at the next change. A note that cannot be parsed is converted anyway
@@ -35,6 +37,7 @@ from vault2okf.protocol import database
 from vault2okf.walk import SKIPPED_DIRS, Walked, is_excluded
 
 Indexer = Callable[..., Any]  # retriever.index.index_bundle(bundle, embedder_name=, device=, progress=)
+Warmer = Callable[..., Any]  # retriever.index.warm_index(bundle, embedder_name=, device=): what an edit's index opens
 Echo = Callable[[str], None]
 SHOWN = 4  # paths named per kind of change on one line
 CHECK_AFTER = 2.0  # seconds without a rebuild after one whose walk was patched, before the vault is walked whole
@@ -173,12 +176,15 @@ class Watcher:
         force: bool = False,
         indexer: Indexer | None = None,
         index_options: dict[str, Any] | None = None,
+        warmer: Warmer | None = None,
         debounce_ms: int = 300,
         echo: Echo,
     ) -> None:
         self.vault, self.out = vault.resolve(), out.resolve()
         self.config_path, self.force = config_path, force
         self.indexer, self.index_options = indexer, dict(index_options or {})
+        self.warmer = warmer
+        self.warmed: Any = None  # what ``warmer`` opened after the first index, held while the watch runs
         self.debounce_ms = debounce_ms
         self.echo = echo
         self.stop = threading.Event()
@@ -196,7 +202,7 @@ class Watcher:
         before = bundle_notes(self.out)
         result = convert(self.vault, self.out, config_path=self.config_path, force=self.force, kept=self.kept)
         self.problems = _problems(result)
-        index = self._index() if self.indexer else ""
+        index = self._index() + self._warm() if self.indexer else ""
         self.bodies = bundle_notes(self.out)
         changes = diff_notes(before, self.bodies)
         seconds = time.perf_counter() - started
@@ -327,6 +333,18 @@ class Watcher:
             return f"; index failed: {_error(exc)}"
         took = time.perf_counter() - started
         return f"; index {took:.2f}s ({r.added} embedded, {r.removed} removed, {r.chunks} chunks)"
+
+    def _warm(self) -> str:
+        """After the first index: open what an edit's index opens (Chroma's vector index, the embedder), so that
+        the first edit costs what the next ones do. A failure costs that edit the time, nothing else: a note."""
+        if self.warmer is None:
+            return ""
+        started = time.perf_counter()
+        try:
+            self.warmed = self.warmer(self.out, **self.index_options)
+        except Exception as exc:  # noqa: BLE001 - the index opens at the first edit instead
+            return f"; index not opened ahead ({_error(exc)}): the first edit opens it"
+        return f"; index opened {time.perf_counter() - started:.2f}s" if self.warmed is not None else ""
 
     def _config_ok(self) -> bool:
         try:

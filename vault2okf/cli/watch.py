@@ -13,7 +13,7 @@ import typer
 from vault2okf.cli.options import CONFIG, FORCE, VAULT
 from vault2okf.cli.render import echo
 from vault2okf.errors import Vault2OkfError
-from vault2okf.watch import Indexer, Watcher, now
+from vault2okf.watch import Indexer, Warmer, Watcher, now
 
 
 def watch_cmd(
@@ -29,7 +29,7 @@ def watch_cmd(
     """Convert VAULT into BUNDLE, then rebuild it (and with --index its index) whenever the vault changes."""
     if debounce < 0:
         raise Vault2OkfError(f"--debounce {debounce}: give a number of milliseconds, 0 or more")
-    indexer = _indexer(embedder) if index else None
+    indexer, warmer = _indexer(embedder) if index else (None, None)
     watcher = Watcher(
         vault,
         out,
@@ -37,6 +37,7 @@ def watch_cmd(
         force=force,
         indexer=indexer,
         index_options={"embedder_name": embedder, "device": device},
+        warmer=warmer,
         debounce_ms=debounce,
         echo=echo,
     )
@@ -49,13 +50,13 @@ def watch_cmd(
     typer.echo(f"{now()} stopped after {watcher.rebuilds} rebuild(s); {watcher.out} is the last whole conversion")
 
 
-def _indexer(embedder: str) -> Indexer:
-    """The retriever's ``index_bundle``, once ``embedder`` is known to load (an unknown name or missing weights
-    fail before any work)."""
+def _indexer(embedder: str) -> tuple[Indexer, Warmer]:
+    """The retriever's ``index_bundle`` and ``warm_index`` (what an edit's index opens, opened at the start), once
+    ``embedder`` is known to load (an unknown name or missing weights fail before any work)."""
     try:
         from retriever.embed import check_embedder
-        from retriever.index import index_bundle
+        from retriever.index import index_bundle, warm_index
     except ImportError as e:
         raise Vault2OkfError("--index is not available: the retriever is not installed") from e
     check_embedder(embedder)
-    return index_bundle
+    return index_bundle, warm_index

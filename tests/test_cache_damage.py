@@ -334,3 +334,45 @@ def test_the_body_is_decoded_in_one_call_from_the_mapped_file(twin: Twin, monkey
     _edit_one_note(twin)
     result = twin.check()  # a streamed body would be damaged (the error): every note converted again
     assert result.reused == len(twin.notes()) - 1 and not result.notices
+
+
+def test_saved_links_are_the_links_parsed_and_an_unknown_syntax_is_damage(twin: Twin) -> None:
+    """Each saved link comes back with its fields read when first asked for (``cache._StoredLink``): equal to
+    the note's links parsed anew, either way round, with the same hashes and fields (``context`` too, which
+    ``Link`` defaults). A saved link of a syntax this code does not know, under good digests, is damage found
+    on load: one note line and a full convert."""
+    from vault2okf.parse import parse_note
+
+    loaded = cache.load(twin.inc, _key(twin))
+    assert loaded is not None
+    checked = 0
+    for path, state in loaded.notes.items():
+        parsed = parse_note(path, (twin.vault / path).read_bytes()).links
+        assert parsed == state.links and state.links == parsed
+        assert [hash(k) for k in parsed] == [hash(k) for k in state.links]
+        assert [(k.context, k.syntax, k.anchor) for k in parsed] == [
+            (k.context, k.syntax, k.anchor) for k in state.links
+        ]
+        checked += len(parsed)
+    assert checked > 100
+    raw = cache.cache_path(twin.inc).read_bytes()
+    size = int.from_bytes(raw[len(cache.MAGIC) : len(cache.MAGIC) + 8], "little")
+    start = len(cache.MAGIC) + 40
+    head_fields = list(marshal.loads(raw[start : start + size]))
+    data = list(marshal.loads(raw[start + size :]))
+    states = marshal.loads(cache.base_path(twin.inc).read_bytes()[len(cache.BASE_MAGIC) :])
+    path = next(p for p, s in states.items() if s[4])
+    state = list(states[path])
+    state[4] = ((*state[4][0][:7], "telepathy", state[4][0][8]), *state[4][1:])  # the first link's syntax
+    data[0] = {**data[0], path: tuple(state)}
+    body = marshal.dumps(tuple(data))
+    head_fields[-2:] = [len(body), hashlib.sha256(body).digest()]
+    head = marshal.dumps(tuple(head_fields))
+    cache.cache_path(twin.inc).write_bytes(
+        cache.MAGIC + len(head).to_bytes(8, "little") + hashlib.sha256(head).digest() + head + body
+    )
+    with pytest.raises(cache.CacheDamaged, match="telepathy"):
+        cache.load(twin.inc, _key(twin)).loaded  # noqa: B018
+    _edit_one_note(twin)
+    result = twin.check()
+    assert result.reused == 0 and len(result.notices) == 1, result.notices

@@ -162,6 +162,33 @@ def test_one_added_link_rewrites_few_docs(tmp_path: Path) -> None:
         twin.check()
 
 
+def test_block_refs_of_unchanged_notes_follow_the_blocks_of_the_notes_they_name(tmp_path: Path) -> None:
+    """A note's block refs are taken as its last state checked them only while every note's block ids are the
+    same: a block id removed from, or added to, the named note moves the unchanged note's link to and from
+    missing_block, as a full convert has it."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "A.md").write_text("See [[B#^one]] and [[B#^two]].\n", "utf-8")
+    (vault / "B.md").write_text("First line ^one\n\nSecond line ^two\n", "utf-8")
+    (vault / "C.md").write_text("Nothing here.\n", "utf-8")
+    twin = Twin(vault, tmp_path)
+    bodies = [
+        "First line\n\nSecond line ^two\n",  # ^one gone: A's first link misses its block
+        "First line ^one\n\nSecond line ^two\n",  # back
+        "First line ^one\n\nSecond line ^two\nMore.\n",  # a text edit: the same block ids
+    ]
+    missing = []
+    for body in bodies:
+        (vault / "B.md").write_text(body, "utf-8")
+        result = convert(vault, twin.inc)
+        missing.append(result.totals["by_status"]["missing_block"])
+        twin.check()  # a full convert: the same bundle, byte for byte
+        (vault / "C.md").write_text((vault / "C.md").read_text("utf-8") + "More.\n", "utf-8")  # A, B unchanged
+        convert(vault, twin.inc)
+        twin.check()
+    assert missing == [1, 0, 0]
+
+
 # -- watch: the state kept in memory between edits -----------------------------------------------------------
 def _full_equal(vault: Path, out: Path, tmp: Path, n: int) -> None:
     """The bundle at ``out`` is byte for byte a full convert's (files, tables in order, the report)."""

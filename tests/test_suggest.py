@@ -84,6 +84,26 @@ def test_spelling_variants_cluster_and_suggest_aliases() -> None:
     assert "people" not in str(clusters)  # a word also written in lower case is not a name
 
 
+def test_the_name_words_memo_gives_the_same_clusters_and_keeps_only_this_runs_names() -> None:
+    """``named`` (the convert cache keeps it): each name's words taken from it where it has them, made otherwise;
+    refilled with the names of this run alone. A wrong entry would show: it is what the clusters are made from."""
+    notes = [
+        _note("NPCs/Ygra Brambleward.md", "A paladin."),
+        _note("NPCs/Kaelor Thornhide.md", "A werebeast."),
+        _note("Sessions/One.md", "Commander Yagra Brambleward met Kaleor Thornhide. Yagra left."),
+    ]
+    aliases = {"NPCs/Kaelor Thornhide.md": ["Kaelor the Red"]}
+    plain = spelling_variants(notes, aliases, [])
+    named: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {"Gone Name": (("gone", "name"), ("gone", "name"))}
+    assert spelling_variants(notes, aliases, [], named=named) == plain
+    assert set(named) == {"Ygra Brambleward", "Kaelor Thornhide", "Kaelor the Red", "One"}  # "Gone Name" dropped
+    assert named["Kaelor the Red"] == (("kaelor", "the", "red"), ("kaelor",))
+    again = dict(named)
+    assert spelling_variants(notes, aliases, [], named=named) == plain and named == again
+    named["Ygra Brambleward"] = (("zzzz",), ("zzzz",))  # taken as given: the memo is what is read
+    assert spelling_variants(notes, aliases, [], named=named) != plain
+
+
 def test_suggestions_grow_linearly_when_every_name_shares_words() -> None:
     """n notes and n broken links all sharing two words: each link still compares against a few names."""
 

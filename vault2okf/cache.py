@@ -22,6 +22,7 @@ import hashlib
 import json
 import marshal
 import mmap
+import operator
 import os
 import stat
 from collections.abc import Callable
@@ -51,10 +52,10 @@ BASE = "convert-cache.base"  # the notes' states as a base, linked unchanged fro
 # 5: the states in a base file (``BASE``, hard-linked into the next generation while few states changed) and the
 # changed ones in the body (a delta), so an edit writes what it changed, not 100 MB of states; 6: each note's words
 # marshalled on their own (``suggest.StoredWords``: decoded only for the notes that changed), the tally's count of
-# notes writing each word in lower case
-FORMAT = 6
-MAGIC = b"vault2okf convert cache 6\n"
-BASE_MAGIC = b"vault2okf convert cache base 6\n"
+# notes writing each word in lower case; 7: spelling_variants' words of each title and alias (``Body.named``)
+FORMAT = 7
+MAGIC = b"vault2okf convert cache 7\n"
+BASE_MAGIC = b"vault2okf convert cache base 7\n"
 COMPACT = 8  # the base is written anew once the states not in it (or dead in it) pass 1/COMPACT of it
 _LENGTH, _DIGEST = 8, 32
 
@@ -188,6 +189,8 @@ class Body:
     collisions: tuple[tuple[str, str], ...] | None = None
     # mentions.name_index for these notes (name -> its one note or None, the capitalised one-word names)
     name_index: tuple[dict[tuple[str, ...], str | None], frozenset[tuple[str, ...]]] | None = None
+    # spelling_variants' words of each title and alias (a function of the name alone): name -> (every, long)
+    named: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = field(default_factory=dict)
     base: BaseFile | None = field(default=None, compare=False, repr=False)  # the base file the states came from
     # note path -> its state as the base holds it (the very objects of ``notes`` where a state is the base's)
     base_notes: dict[str, NoteState] = field(default_factory=dict, compare=False, repr=False)
@@ -387,7 +390,7 @@ def _body(path: Path, offset: int, size: int, digest: bytes, base: BaseFile, con
         states = _decoded(Path(base.path), len(BASE_MAGIC), base.size, base.digest, BASE_MAGIC)
         if sig != output_sig(path) or base_sig != output_sig(base.path) or len(states) != base.count:
             raise CacheDamaged(f"{path}: the body is not the one written")
-        delta, problems, types, variants, near, suggested, key, names, graph, tally, collisions, index = data
+        delta, problems, types, variants, near, suggested, key, names, graph, tally, collisions, index, named = data
         notes, base_notes = {}, {}
         decoder = _Decoder()
         for p in contents:
@@ -409,6 +412,7 @@ def _body(path: Path, offset: int, size: int, digest: bytes, base: BaseFile, con
             (graph[0], graph[1]),
             None if collisions is None else tuple((path, message) for path, message in collisions),
             None if index is None else (dict(index[0]), frozenset(index[1])),
+            {name: (tuple(every), tuple(long)) for name, (every, long) in named.items()},
             base=replace(base, sig=base_sig),
             base_notes=base_notes,
             tally=TallyBox(restored),
@@ -440,6 +444,7 @@ def save(stage: Path, found: ConvertCache, out: Path) -> None:
         None if body.tally.tally is None else body.tally.tally.saved(),
         body.collisions,
         body.name_index,
+        body.named,
     )
     body_bytes = marshal.dumps(data)
     head = (
@@ -535,17 +540,55 @@ def _made(cls: type, names: tuple[str, ...], values: Any) -> Any:
     return obj
 
 
-if _fields(Link) != ("line", "col", "raw", "target", "anchor", "label", "embed", "syntax", "context"):
-    raise ImportError("parse.Link's fields are not the ones cache._link sets")  # a Link field added: name it there
+_LINK = _fields(Link)
+if _LINK != ("line", "col", "raw", "target", "anchor", "label", "embed", "syntax", "context"):
+    raise ImportError("parse.Link's fields are not the ones cache._StoredLink reads")  # a Link field added: name it
+_SYNTAX_AT = _LINK.index("syntax")
+_link_fields = operator.attrgetter(*_LINK)
+
+
+class _Saved:
+    """A field of ``_StoredLink``, read from the saved values when first asked for (then the instance's own, which
+    comes first: a non-data descriptor). On the subclass, so ``Link``'s defaults (``context``) never answer."""
+
+    def __init__(self, name: str, at: int) -> None:
+        self.name, self.at = name, at
+
+    def __get__(self, link: Any, owner: Any = None) -> Any:
+        if link is None:
+            return self
+        value = link.__dict__["_saved"][self.at]
+        if self.at == _SYNTAX_AT:
+            value = _SYNTAX[value]
+        link.__dict__[self.name] = value
+        return value
+
+
+class _StoredLink(Link):
+    """A ``Link`` as the convert cache saved it (its fields' values, their count and syntax checked on load), each
+    field set when first read: a fresh one-edit convert reads one field (``anchor``, for block refs) of most of the
+    unchanged notes' links (111k at 13k notes), and made each a whole ``Link`` before. Equal to the ``Link`` it was
+    saved from, with the same hash (``Link`` compared with one goes to this ``__eq__``: a subclass's comes first)."""
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Link):
+            return NotImplemented
+        return self is other or _link_fields(self) == _link_fields(other)
+
+    __hash__ = Link.__hash__
+
+
+for _at, _name in enumerate(_LINK):
+    setattr(_StoredLink, _name, _Saved(_name, _at))
 
 
 def _link(k: tuple[Any, ...], new: Any = _new, syntax: dict[str, Syntax] = _SYNTAX) -> Link:
-    """``Link(*k)`` with its syntax, as ``_made`` makes it, its fields named (twice as fast: 111k at 13k notes)."""
-    if len(k) != 9:
-        raise ValueError(f"a link of {len(k)} fields")
-    link: Link = new(Link)
-    link.__dict__.update(line=k[0], col=k[1], raw=k[2], target=k[3], anchor=k[4], label=k[5], embed=k[6],
-                         syntax=syntax[k[7]], context=k[8])  # fmt: skip
+    """A saved link as a ``_StoredLink``: nine values, a known syntax (checked now: a wrong one is a damaged cache,
+    found on load)."""
+    if len(k) != 9 or k[7] not in syntax:
+        raise ValueError(f"a link of {len(k)} fields" if len(k) != 9 else f"a link of syntax {k[7]!r}")
+    link: Link = new(_StoredLink)
+    link.__dict__["_saved"] = k
     return link
 
 
@@ -553,30 +596,42 @@ def _not_bytes(value: Any) -> bytes:
     raise ValueError(f"a note's words are a {type(value).__name__}, not bytes")
 
 
+class _Once(dict[Any, Any]):
+    """Values made once per key (``make(key)``) when first looked up: ``map(once.__getitem__, keys)`` stays in C for
+    every key already seen."""
+
+    def __init__(self, make: Callable[[Any], Any], known: dict[Any, Any] | None = None) -> None:
+        super().__init__(known or {})
+        self.make = make
+
+    def __missing__(self, key: Any) -> Any:
+        value = self[key] = self.make(key)
+        return value
+
+
+def _resolution(r: tuple[Any, ...]) -> Resolution:
+    return Resolution(_STATUS[r[0]], r[1], r[2], r[3])
+
+
+def _stored(blob: Any, new: Any = _new) -> StoredWords:
+    """``StoredWords(blob)``, its one field set in its dict (a load makes one per note)."""
+    words: StoredWords = new(StoredWords)
+    words.__dict__["blob"] = blob if type(blob) is bytes else _not_bytes(blob)
+    return words
+
+
 class _Decoder:
     """Turns the states' plain values back into ``NoteState``s; equal resolutions and problems are made once
     (they are immutable, and a vault links the same notes again and again)."""
 
     def __init__(self) -> None:
-        self.resolutions: dict[tuple[Any, ...], Resolution] = {}
-        self.problems: dict[tuple[Any, ...], tuple[Problem, ...]] = {(): ()}
-
-    def resolution(self, r: tuple[Any, ...]) -> Resolution:
-        found = self.resolutions.get(r)
-        if found is None:
-            found = self.resolutions[r] = Resolution(_STATUS[r[0]], r[1], r[2], r[3])
-        return found
-
-    def problem_list(self, found: tuple[tuple[Any, ...], ...]) -> tuple[Problem, ...]:
-        made = self.problems.get(found)
-        if made is None:
-            made = self.problems[found] = _unproblems(found)
-        return made
+        self.resolutions: dict[tuple[Any, ...], Resolution] = _Once(_resolution)
+        self.problems: dict[tuple[Any, ...], tuple[Problem, ...]] = _Once(_unproblems, {(): ()})
 
     def state(self, t: tuple[Any, ...]) -> NoteState:
         sig, content, read, parse, links, blocks, words, mtime, base, meta, meta_p, resolved, resolve_p = t[:13]
         inputs, rewrite_p, doc_p, doc, output, prose, hits = t[13:]
-        problems = self.problem_list
+        problems = self.problems.__getitem__
         origin = meta[9]
         meta_values = (*meta[:8], problems(meta[8]), None if origin is None else TypeOrigin(*origin))
         state: NoteState = _new(NoteState)
@@ -587,12 +642,12 @@ class _Decoder:
             parse_problems=problems(parse),
             links=tuple(map(_link, links)),
             blocks=blocks,
-            words=StoredWords(words if type(words) is bytes else _not_bytes(words)),
+            words=_stored(words),
             mtime=mtime,
             base=base,
             meta=_made(Meta, _META, meta_values),
             meta_problems=problems(meta_p),
-            resolved=tuple(map(self.resolution, resolved)),
+            resolved=tuple(map(self.resolutions.__getitem__, resolved)),
             resolve_problems=problems(resolve_p),
             inputs=inputs,
             rewrite_problems=problems(rewrite_p),

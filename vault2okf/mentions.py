@@ -63,6 +63,7 @@ from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import chain
 from typing import Any
 
 from vault2okf.db import MentionRow
@@ -312,7 +313,6 @@ def find_all(notes: Sequence[NoteNames], earlier: Earlier | None = None, names: 
     if last is not None and (last.capital != capital or last.index != index):
         last = None
     found: list[tuple[str, list[Hit], frozenset[tuple[str, ...]]]] = []
-    seen_in: Counter[tuple[str, ...]] = Counter()  # name -> notes it was found in, outside links (rule 4)
     for note in notes:
         was = last.notes.get(note.path) if last is not None else None
         if was is not None and was[0] is hits[note.path]:
@@ -321,7 +321,8 @@ def find_all(notes: Sequence[NoteNames], earlier: Earlier | None = None, names: 
             kept = [h for h in hits[note.path] if not (h[0] in capital and h[2].islower())]  # rule 5
             named_in = frozenset(h[0] for h in kept if index[h[0]] not in (note.path, None))
         found.append((note.path, kept, named_in))
-        seen_in.update(named_in)
+    # name -> notes it was found in, outside links (rule 4): counted in one call, not one a note
+    seen_in = Counter(chain.from_iterable(named_in for _, _, named_in in found))
     floor = max(MIN_COMMON_NOTES, MAX_SHARE * len(notes))
     common = frozenset(name for name, n in seen_in.items() if single(name) and n > floor)
     if last is not None and last.common != common:
@@ -476,10 +477,11 @@ def linked_targets(records: Iterable[Any]) -> dict[str, set[str]]:
     """Source vault path -> every note its links reached (an ambiguous link's candidates too)."""
     out: dict[str, set[str]] = defaultdict(set)
     for r in records:
-        res = r.resolution
+        res, reached = r.resolution, out[r.source]
         if res.path is not None:
-            out[r.source].add(res.path)
-        out[r.source].update(res.candidates)
+            reached.add(res.path)
+        if res.candidates:
+            reached.update(res.candidates)
     return out
 
 
@@ -498,7 +500,7 @@ def vault_mentions(
     notes = [
         NoteNames(
             p,
-            (posixpath.basename(p)[:-3], metas[p].title, *metas[p].aliases),
+            (p.rpartition("/")[2][:-3], metas[p].title, *metas[p].aliases),  # posixpath.basename, unchecked
             proses[p],
             frozenset(linked.get(p, ())),
         )
@@ -515,7 +517,7 @@ def suggestion(mention: Mention, unique_stems: Mapping[str, int]) -> str:
 
 
 def stem_counts(paths: Iterable[str]) -> Counter[str]:
-    return Counter(posixpath.basename(p)[:-3].casefold() for p in paths)
+    return Counter(p.rpartition("/")[2][:-3].casefold() for p in paths)  # posixpath.basename, unchecked
 
 
 def rule() -> dict[str, Any]:

@@ -300,6 +300,9 @@ class Run:
                 w.resolved = Resolved(tuple(r for _, r in pairs), tuple(p for _, p in found))
         self.resolver = None if resolver is None else (self.universe, resolver)
         blocks = block_sets((p, self.works[p].reading.blocks) for p in self.paths)
+        self.same_notes = self.old is not None and list(self.old.notes) == self.paths  # the last convert's, in order
+        # ... each with the block ids of its state: the very block ids the last convert checked links against
+        same_blocks = self.same_notes and all(self.works[p].reading.blocks == old_notes[p].blocks for p in self.paths)
         kept = self.last.records if self.last is not None else {}
         self.note_records: dict[str, tuple[Any, ...]] = {}
         self.changed: list[Changed] = []  # the records before and after of each note whose records changed
@@ -307,25 +310,29 @@ class Run:
         for path in self.paths:  # block refs checked once every note's block ids are known
             w = self.works[path]
             links, resolved = w.reading.links, w.resolutions
-            checked = check_blocks(links, resolved, blocks)
-            w.missing_blocks = tuple(i for i, r in enumerate(checked) if r is not resolved[i])
+            st = old_notes.get(path)
+            if same_blocks and st is not None and links is st.links and resolved is st.resolved and not st.inputs[2]:
+                checked = resolved  # what check_blocks gives: no block missing last time, against the same ids
+            else:
+                checked = check_blocks(links, resolved, blocks)
+            w.missing_blocks = (
+                () if checked is resolved else tuple(i for i, r in enumerate(checked) if r is not resolved[i])
+            )
             was = kept.get(path)
             if was is not None and was[0] is links and was[1] is checked:  # the very records a watcher made last
                 records = was[2]  # (the report's memo then compares them by identity)
                 taken += 1
             else:
-                records = tuple(LinkRecord(path, lk, r) for lk, r in zip(links, checked, strict=True))
+                records = _records(path, links, checked)
                 taken += was is not None and _edges(was[2]) == _edges(records)
             self.note_records[path] = (links, checked, records)
             self.records.extend(records)
-            st = old_notes.get(path)
             if st is not None and not (links is st.links and resolved is st.resolved
                                        and w.missing_blocks == st.inputs[2]):  # fmt: skip
                 self.changed.append((_records_of(path, st), records))
         # the same notes in the same order, each with the very records of last time or the same edges: the same
         # link graph as a watcher's last convert
         self.same_graph = taken == len(self.paths) == len(kept) and list(kept) == self.paths
-        self.same_notes = self.old is not None and list(self.old.notes) == self.paths  # the last convert's, in order
         if not self.same_graph and self.same_notes and self.last is not None and self.last.graph[0]:
             # a fresh process: every note's records the very ones of its state but for the changed ones, which
             # make the same edges: the graph of the cached analytics
@@ -493,7 +500,8 @@ class Run:
             last = self.last.tally.tally if self.last is not None else None
             self.tally = TallyBox(last)  # the sum of the notes' words, moved on from a watcher's last convert
             broken = [r for r in self.records if r.resolution.status is Status.BROKEN]  # all spelling_variants reads
-            variants = tuple(spelling_variants(notes, self.aliases, broken, words, self.near, self.tally))
+            self.named = dict(self.last.named) if self.last is not None else {}  # a function of each name alone
+            variants = tuple(spelling_variants(notes, self.aliases, broken, words, self.near, self.tally, self.named))
             self.suggest_key = suggest_key(self.universe, variants)
             known = memo.suggested if memo and memo.suggest_key == self.suggest_key else {}
             same_suggestions = memo is not None and memo.suggest_key == self.suggest_key
@@ -738,6 +746,9 @@ class Run:
                 output = w.reuse.output  # hard-linked: the very file the last convert wrote, as it checked
             else:
                 output = output_sig(os.path.join(root, rel))
+            if w.reuse is not None and _as_kept(w, w.reuse, output):
+                notes[path] = w.reuse  # every part the very one of its state: no state made, none compared
+                continue
             state = w.state(doc if not doc.text else replace(doc, text=""), output)
             notes[path] = w.reuse if w.reuse is not None and w.reuse == state else state  # the base's, if it was
         docs = {f"{b.CONCEPTS}/{s.doc.doc_path}": s.output for s in notes.values()}
@@ -757,7 +768,8 @@ class Run:
             collisions=tuple((p, problem.message) for p, problem in self.collisions),
             name_index=None if self.found.applied is None else (dict(self.found.applied.index),
                                                                 self.found.applied.capital),
-            report_memo=self.report_memo, base=last.base if last else None, base_notes=last.base_notes if last else {},
+            named=self.named, report_memo=self.report_memo, base=last.base if last else None,
+            base_notes=last.base_notes if last else {},
             records=self.note_records, resolver=self.resolver, applied=self.found.applied,
         )  # fmt: skip
         return ConvertCache(
@@ -778,6 +790,21 @@ class Run:
 @dataclass(frozen=True)
 class _Path:
     path: str  # a note as spelling_variants needs it when its body_words are known
+
+
+def _as_kept(w: NoteWork, st: NoteState, output: tuple[int, ...]) -> bool:
+    """Would ``w.state(doc, output)`` equal ``st`` because each of its parts is ``st``'s very object (or an equal
+    number, path or signature)? Most notes of a one-edit convert: their state is taken as it is, none made."""
+    r, f, res, m = w.reading, w.fields, w.resolved, w.made
+    return (
+        f is not None and res is not None and m is not None
+        and r.links is st.links and r.words is st.words and r.read_problems is st.read_problems
+        and r.parse_problems is st.parse_problems and r.blocks is st.blocks and r.prose is st.prose
+        and f.meta is st.meta and f.problems is st.meta_problems and f.mtime == st.mtime and f.base == st.base
+        and res.resolutions is st.resolved and res.problems is st.resolve_problems and w.inputs is st.inputs
+        and m.doc is st.doc and m.rewrite_problems is st.rewrite_problems and m.doc_problems is st.doc_problems
+        and w.hits is st.hits and w.sig == st.sig and w.content == st.content and output == st.output
+    )  # fmt: skip
 
 
 def _edges(records: Iterable[LinkRecord]) -> list[tuple[str, str]]:
@@ -802,7 +829,19 @@ def _records_of(path: str, st: NoteState) -> tuple[LinkRecord, ...]:
     for i in st.inputs[2]:
         r = checked[i]
         checked[i] = Resolution(Status.MISSING_BLOCK, r.path, r.candidates, r.rule)
-    return tuple(LinkRecord(path, lk, r) for lk, r in zip(st.links, checked, strict=True))
+    return _records(path, st.links, tuple(checked))
+
+
+def _records(path: str, links: tuple[Link, ...], checked: tuple[Resolution, ...]) -> tuple[LinkRecord, ...]:
+    """``LinkRecord(path, link, resolution)`` for each link, its fields set as one dict rather than by the frozen
+    dataclass's ``__init__`` (one ``object.__setattr__`` a field): a fresh one-edit convert makes one per link of
+    the vault, 124k at 13k notes."""
+    new, out = object.__new__, []
+    for lk, r in zip(links, checked, strict=True):
+        record = new(LinkRecord)
+        record.__dict__.update(source=path, link=lk, resolution=r)
+        out.append(record)
+    return tuple(out)
 
 
 def _names_any(links: tuple[Link, ...], keys: frozenset[str]) -> bool:

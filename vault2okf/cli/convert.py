@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import typer
@@ -25,6 +26,8 @@ def convert_cmd(
     A bundle converted before is updated: only the notes that changed (and those whose links they change)
     are converted again; the result is the bundle a full convert writes."""
     result = convert(vault, out, config_path=config, force=force, full=full, removal=Removal.DETACH)
+    # the command ends here: the collection at exit would walk the millions of objects a convert leaves for nothing
+    gc.freeze()  # (0.14-0.17 s of a one-edit convert's exit at 13k notes, 0.05 s frozen)
     notes(result.notices)
     t = result.totals
     s, u = t["by_status"], t["unique_targets"]

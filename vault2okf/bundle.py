@@ -565,13 +565,7 @@ def empty(spare: Spare) -> Spare | None:
     if spare.emptied or not spare.listing.holds(stage):
         return spare if spare.emptied else None
     try:
-        shutil.rmtree(stage / STATE)
-        emptied = set()
-        for rel in spare.files:
-            if rel not in spare.shared:
-                os.unlink(os.path.join(stage, rel))
-                emptied.add(posixpath.dirname(rel))
-        _prune(stage, emptied)
+        emptied = _unshared_removed(spare)
     except OSError:
         return None
     files = [rel for rel in spare.files if rel in spare.shared]
@@ -579,6 +573,21 @@ def empty(spare: Spare) -> Spare | None:
     if recorded is None or not _as_left(spare, recorded, emptied, _expected(files, state=False)):
         return None
     return Spare(stage, recorded, files, frozenset(files), emptied=True)
+
+
+def _unshared_removed(spare: Spare) -> set[str]:
+    """Unlink every file of ``spare`` it does not share with the bundle in place, and its state folder (the state's
+    files are never taken: the convert cache's base is linked anew); prune the folders left empty. Returns the
+    folders it emptied files from (``OSError``: changed under us)."""
+    stage = spare.path
+    shutil.rmtree(stage / STATE)
+    emptied = set()
+    for rel in spare.files:
+        if rel not in spare.shared:
+            os.unlink(os.path.join(stage, rel))
+            emptied.add(posixpath.dirname(rel))
+    _prune(stage, emptied)
+    return emptied
 
 
 def _as_left(spare: Spare, recorded: Listing, emptied: set[str], names: dict[str, set[str]]) -> bool:
@@ -611,13 +620,7 @@ def recycle(out: Path, spare: Spare | None) -> tuple[Path, set[str]]:
     if spare.emptied:
         return stage, set(spare.files)
     try:
-        shutil.rmtree(stage / STATE)  # the state's files are never taken: the convert cache's base is linked anew
-        emptied = set()
-        for rel in spare.files:
-            if rel not in spare.shared:
-                os.unlink(os.path.join(stage, rel))
-                emptied.add(posixpath.dirname(rel))
-        _prune(stage, emptied)
+        _unshared_removed(spare)
     except OSError:  # changed under us after all: a new stage
         return staging_dir(out), set()
     return stage, set(spare.shared) & set(spare.files)

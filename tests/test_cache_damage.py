@@ -16,6 +16,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_incremental import VAULTS, Twin
@@ -46,6 +47,29 @@ def _key(twin: Twin) -> str:
     size = int.from_bytes(head[len(cache.MAGIC) : len(cache.MAGIC) + 8], "little")
     start = len(cache.MAGIC) + 8 + 32
     return marshal.loads(head[start : start + size])[1]
+
+
+def _cache_parts(twin: Twin) -> tuple[list[Any], list[Any]]:
+    """The convert cache file's head fields and its body (the delta), decoded."""
+    raw = cache.cache_path(twin.inc).read_bytes()
+    size = int.from_bytes(raw[len(cache.MAGIC) : len(cache.MAGIC) + 8], "little")
+    start = len(cache.MAGIC) + 40
+    return list(marshal.loads(raw[start : start + size])), list(marshal.loads(raw[start + size :]))
+
+
+def _write_body(twin: Twin, body: bytes) -> None:
+    """The convert cache file with ``body`` under good digests: its head's size and sha256 of the body set anew."""
+    fields, _ = _cache_parts(twin)
+    fields[-2:] = [len(body), hashlib.sha256(body).digest()]
+    head = marshal.dumps(tuple(fields))
+    cache.cache_path(twin.inc).write_bytes(
+        cache.MAGIC + len(head).to_bytes(8, "little") + hashlib.sha256(head).digest() + head + body
+    )
+
+
+def _base_states(twin: Twin) -> dict[str, Any]:
+    """Every note's state as the cache's base file holds it."""
+    return marshal.loads(cache.base_path(twin.inc).read_bytes()[len(cache.BASE_MAGIC) :])
 
 
 DAMAGE: dict[str, Callable[[bytes], bytes]] = {
@@ -123,15 +147,7 @@ def test_a_body_of_the_wrong_shape_with_good_digests_is_damage(twin: Twin) -> No
     damage too, never a traceback."""
     key = _key(twin)
     body = marshal.dumps(({"a.md": b"not a state"}, [], [], [], {}, {}, "k"))
-    raw = cache.cache_path(twin.inc).read_bytes()
-    size = int.from_bytes(raw[len(cache.MAGIC) : len(cache.MAGIC) + 8], "little")
-    start = len(cache.MAGIC) + 40
-    fields = list(marshal.loads(raw[start : start + size]))
-    fields[-2:] = [len(body), hashlib.sha256(body).digest()]
-    new_head = marshal.dumps(tuple(fields))
-    cache.cache_path(twin.inc).write_bytes(
-        cache.MAGIC + len(new_head).to_bytes(8, "little") + hashlib.sha256(new_head).digest() + new_head + body
-    )
+    _write_body(twin, body)
     found = cache.load(twin.inc, key)
     assert found is not None and found.intact()
     with pytest.raises(cache.CacheDamaged):
@@ -145,24 +161,13 @@ def test_saved_words_that_do_not_decode_are_damage_found_when_read(twin: Twin) -
     """A note's words are decoded only when read (``suggest.StoredWords``, format 6), after the run began: saved
     words that do not decode, under good digests, are still one note line and a full convert, found when the
     edited note's words are compared with its last ones."""
-    raw = cache.cache_path(twin.inc).read_bytes()
-    size = int.from_bytes(raw[len(cache.MAGIC) : len(cache.MAGIC) + 8], "little")
-    start = len(cache.MAGIC) + 40
-    fields = list(marshal.loads(raw[start : start + size]))
-    data = list(marshal.loads(raw[start + size :]))
-    base = cache.base_path(twin.inc).read_bytes()
-    states = marshal.loads(base[len(cache.BASE_MAGIC) :])
+    _, data = _cache_parts(twin)
     note = twin.notes()[4]
     path = note.relative_to(twin.vault).as_posix()
-    state = list(states[path])
+    state = list(_base_states(twin)[path])
     state[6] = b"not marshal"  # the words
     data[0] = {**data[0], path: tuple(state)}
-    body = marshal.dumps(tuple(data))
-    fields[-2:] = [len(body), hashlib.sha256(body).digest()]
-    head = marshal.dumps(tuple(fields))
-    cache.cache_path(twin.inc).write_bytes(
-        cache.MAGIC + len(head).to_bytes(8, "little") + hashlib.sha256(head).digest() + head + body
-    )
+    _write_body(twin, marshal.dumps(tuple(data)))
     note.write_text(note.read_text("utf-8") + "\nOne more line.\n", "utf-8")
     result = twin.check()  # the full convert's bundle, file for file
     assert result.reused == 0 and len(result.notices) == 1, result.notices
@@ -355,22 +360,13 @@ def test_saved_links_are_the_links_parsed_and_an_unknown_syntax_is_damage(twin: 
         ]
         checked += len(parsed)
     assert checked > 100
-    raw = cache.cache_path(twin.inc).read_bytes()
-    size = int.from_bytes(raw[len(cache.MAGIC) : len(cache.MAGIC) + 8], "little")
-    start = len(cache.MAGIC) + 40
-    head_fields = list(marshal.loads(raw[start : start + size]))
-    data = list(marshal.loads(raw[start + size :]))
-    states = marshal.loads(cache.base_path(twin.inc).read_bytes()[len(cache.BASE_MAGIC) :])
+    _, data = _cache_parts(twin)
+    states = _base_states(twin)
     path = next(p for p, s in states.items() if s[4])
     state = list(states[path])
     state[4] = ((*state[4][0][:7], "telepathy", state[4][0][8]), *state[4][1:])  # the first link's syntax
     data[0] = {**data[0], path: tuple(state)}
-    body = marshal.dumps(tuple(data))
-    head_fields[-2:] = [len(body), hashlib.sha256(body).digest()]
-    head = marshal.dumps(tuple(head_fields))
-    cache.cache_path(twin.inc).write_bytes(
-        cache.MAGIC + len(head).to_bytes(8, "little") + hashlib.sha256(head).digest() + head + body
-    )
+    _write_body(twin, marshal.dumps(tuple(data)))
     with pytest.raises(cache.CacheDamaged, match="telepathy"):
         cache.load(twin.inc, _key(twin)).loaded  # noqa: B018
     _edit_one_note(twin)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import marshal
+import random
 from types import SimpleNamespace
 
 import pytest
 from growth import assert_linear
 
-from vault2okf.suggest import Suggester, distance, fold, spelling_variants
+from vault2okf.suggest import BodyWords, Suggester, Tally, TallyBox, body_words, distance, fold, spelling_variants
 
 NOTES = [
     "Factions/The People's Engine.md",
@@ -122,3 +124,50 @@ def test_spelling_variants_grow_linearly() -> None:
         spelling_variants(notes, {}, [])
 
     assert_linear(work, "spelling_variants", start=256)
+
+
+def test_clusters_updated_after_an_edit_are_the_ones_found_again() -> None:
+    """Issue 38: a watcher's spelling_variants looks again only at the words an edit touched (a note's runs, a
+    broken link's words), the last clusters kept with the moved tally (``suggest.Clusters``), and a fresh process
+    at the ones its cache kept. Random edits of a few notes, of the broken links and of the aliases: every result
+    (order included) is the one found from nothing; a word an edit adds can make a variant for another note's
+    title or broken link, and a word it removes can unmake one."""
+    rng = random.Random(3808)
+    titles = ["Ygra Brambleward", "Kaelor Thornhide", "Harlan Greaves", "Mira Thelis", "Oskar Vireth", "Brightwater"]
+    spellings = ["Yagra Brambleward", "Ygra Brambleward", "Kaleor Thornhide", "Kaelor Thornhide", "Harlon Greave",
+                 "Grieves", "Mirra Thelis", "Oskar Vyreth", "Selka Ashdowne", "Commander Yagra", "Peoples", "people",
+                 "yagra", "the Kaleor", "Kaelor", "Greave", "Vyreth", "ashdowne"]  # fmt: skip
+    targets = ["Captain Grieves", "Kaleor", "Yagra Brambleward", "Mirra Thelis", "Ashdowne", "Vyreth Hall"]
+    paths = [f"NPCs/{t}.md" for t in titles] + [f"Sessions/S{i:02}.md" for i in range(10)]
+    notes = [_note(p, "") for p in paths]
+
+    def body() -> BodyWords:
+        return body_words(" and ".join(rng.choice(spellings) for _ in range(rng.randrange(1, 5))) + ".")
+
+    def links() -> list[SimpleNamespace]:
+        found = [_broken(t) for t in rng.sample(targets, rng.randrange(0, 4)) for _ in range(rng.randrange(1, 3))]
+        return found + [_broken(t) for t in ("Brightwatre", "Brigthwater") for _ in range(rng.randrange(0, 4))]
+
+    words = {p: body() for p in paths}
+    records, aliases = links(), {paths[1]: ["Kaelor the Red"]}
+    box, near, named = TallyBox(), {}, {}
+    updated = 0
+    for _ in range(200):
+        if rng.random() < 0.3 and box.tally is not None:  # a fresh process: the tally as the convert cache keeps it
+            saved = marshal.loads(marshal.dumps(box.tally.saved()))
+            box = TallyBox(Tally.restored(paths, [words[p] for p in paths], saved))
+        words = dict(words)
+        for p in rng.sample(paths[6:], rng.choice([1, 1, 2])):
+            words[p] = body()
+        if rng.random() < 0.3:
+            records = links()
+        elif rng.random() < 0.3:  # the same broken links in another order: their words come in another order
+            records = rng.sample(records, len(records))
+        if rng.random() < 0.05:
+            aliases, near = {paths[rng.randrange(6)]: [rng.choice(spellings)]}, {}
+        last = box.tally
+        kept = last is not None and last.clusters is not None and last.clusters.aliases == aliases
+        found = spelling_variants(notes, aliases, records, words, near, box, named)
+        updated += kept and box.tally is not None and box.tally.updates > 0
+        assert repr(found) == repr(spelling_variants(notes, aliases, records, words))
+    assert updated > 30, updated

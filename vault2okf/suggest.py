@@ -257,13 +257,22 @@ class Suggester:
 
 
 class _Near:
-    """``_Deletions(vocabulary).near`` through a memo, the index built only when the memo lacks a word."""
+    """``_Deletions(vocabulary).near`` through a memo, the index built only when the memo lacks a word. ``keep``: the
+    memo keeps what it holds and gains the words looked up now (an update looks up the words it touches alone);
+    else it is refilled with the words looked up this time only."""
 
-    def __init__(self, vocabulary: Iterable[str], memo: dict[tuple[str, int], list[tuple[int, str]]]) -> None:
-        self.vocabulary, self.known = vocabulary, dict(memo)
-        self.memo = memo  # refilled with the words looked up this time only
-        memo.clear()
-        self.index: _Deletions | None = None
+    def __init__(
+        self,
+        vocabulary: Iterable[str],
+        memo: dict[tuple[str, int], list[tuple[int, str]]],
+        keep: bool = False,
+        index: _Deletions | None = None,
+    ) -> None:
+        self.vocabulary, self.known = vocabulary, memo if keep else dict(memo)
+        self.memo = memo
+        if not keep:
+            memo.clear()
+        self.index = index
 
     def near(self, word: str, limit: int) -> list[tuple[int, str]]:
         found = self.known.get((word, limit))
@@ -346,19 +355,68 @@ def spelling_variants(
     near: dict[tuple[str, int], list[tuple[int, str]]] | None = None,
     tally: TallyBox | None = None,
     named: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] | None = None,
+    broken: Counter[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Clusters ``{word, variants: {spelling: count}, notes: [paths], aliases: [{note, alias}]}``.
 
     ``notes`` are parsed notes (``.path``, ``.body``; only ``.path`` for a note in ``words``, its
-    ``body_words``), ``records`` the resolved links (broken targets count as written spellings too). ``near``
+    ``body_words``), ``records`` the resolved links (broken targets count as written spellings too), or
+    ``broken``: the broken links' targets counted (``broken_targets``), then ``records`` is not read. ``near``
     holds the title words near each word looked up, filled as they are found: valid while the notes and
     aliases are the same (the convert cache keeps it). ``tally``: the last run's sum of the notes' runs, taken
-    (moved to these notes' words where it can be) and replaced by this run's (``Tally``; a watcher keeps it).
-    ``named``: each name's words (``_name_words``) as the last run found them, refilled with this run's names (the
-    convert cache keeps it: a fresh process folds only the names it lacks, not 13k titles)."""
+    (moved to these notes' words where it can be) and replaced by this run's (``Tally``; a watcher keeps it); where
+    it was moved, the clusters the last run found (``Clusters``, kept with it) are updated for the words whose
+    counts or neighbours changed alone. ``named``: each name's words (``_name_words``) as the last run found them,
+    refilled with this run's names (the convert cache keeps it: a fresh process folds only the names it lacks, not
+    13k titles)."""
+    read = [words[n.path] if words is not None and n.path in words else body_words(n.body) for n in notes]
+    summed = _tallied(notes, read, tally)
+    last, touched = summed.clusters, summed.touched
+    summed.clusters, summed.touched = None, set()  # put back once these clusters are found: never half-made ones
+    named = {} if named is None else named
+    titles: dict[str, set[str]]
+    title_words: dict[str, list[tuple[str, ...]]]
+    if last is not None and last.titles is not None and last.aliases == aliases:  # the tally's paths: the same notes
+        titles, title_words = last.titles, last.title_words
+        if last.named is not named:
+            named.clear()
+            named.update(last.named)
+    else:
+        titles, title_words = _titles(notes, aliases, named)
+    seen = summed.seen
+    if broken is None:
+        broken = broken_targets(r.link.target for r in records if r.resolution.status == "broken")
+    fresh = last is None or last.aliases != aliases
+    index = _Near(titles, {} if near is None else near, keep=not fresh, index=None if fresh else last.index)
+    if fresh:
+        clusters: dict[str, Counter[str]] = defaultdict(Counter)
+        for word, count in (seen.count + broken).items():
+            for title_word in _joins(word, count, broken, seen, titles, title_words, index):
+                clusters[title_word][word] += count
+    else:
+        assert last is not None
+        touched = touched | {w for w in broken.keys() | last.broken.keys() if broken[w] != last.broken[w]}
+        clusters = _updated(last.clusters, touched, broken, last.broken, seen, titles, title_words, index)
+    summed.clusters = Clusters(dict(aliases), broken, clusters, titles, title_words, named, index.index)
+    return _clusters_out(clusters, titles, title_words, seen, broken, summed.lower)
+
+
+def broken_targets(targets: Iterable[str]) -> Counter[str]:
+    """The words of broken links' targets (as many times as they are written), in the order links first write
+    them: what ``spelling_variants`` counts as written spellings besides the notes' text."""
+    broken: Counter[str] = Counter()  # each target folded once (6k broken links, 400 targets at 13k notes)
+    for target, times in Counter(targets).items():
+        for w in fold(target).split():
+            broken[w] += times
+    return broken
+
+
+def _titles(
+    notes: Sequence[Any], aliases: Mapping[str, Sequence[str]], named: dict[str, tuple[tuple[str, ...], tuple[str, ...]]]
+) -> tuple[dict[str, set[str]], dict[str, list[tuple[str, ...]]]]:
+    """Each title word's notes, and each note's names as words; ``named`` refilled with these names' words."""
     titles: dict[str, set[str]] = defaultdict(set)  # title word -> note paths
     title_words: dict[str, list[tuple[str, ...]]] = defaultdict(list)  # note path -> the words of its names
-    named = {} if named is None else named
     known = dict(named)
     named.clear()
     for note in notes:
@@ -369,36 +427,91 @@ def spelling_variants(
             title_words[note.path].append(every)
             for w in found:
                 titles[w].add(note.path)
-    read = [words[n.path] if words is not None and n.path in words else body_words(n.body) for n in notes]
-    summed = _tallied(notes, read, tally)
-    seen = summed.seen
-    targets = Counter(r.link.target for r in records if r.resolution.status == "broken")
-    broken: Counter[str] = Counter()  # each target folded once (6k broken links, 400 targets at 13k notes)
-    for target, times in targets.items():  # the words in the order the links first write them, as link by link
-        for w in fold(target).split():
-            broken[w] += times
-    index = _Near(titles, {} if near is None else near)
-    clusters: dict[str, Counter[str]] = defaultdict(Counter)
-    for word, count in (seen.count + broken).items():
-        if word in titles or len(word) < 4:
+    return titles, title_words
+
+
+def _joins(
+    word: str,
+    count: int,
+    broken: Counter[str],
+    seen: _Seen,
+    titles: Mapping[str, set[str]],
+    title_words: Mapping[str, list[tuple[str, ...]]],
+    index: _Near,
+) -> list[str]:
+    """The title words ``word`` (written ``count`` times) is taken for a spelling of: near one, with its first
+    letter, in a broken link written more than once or next to another word of that title."""
+    if word in titles or len(word) < 4:
+        return []
+    found = []
+    for _, title_word in index.near(word, 1 if len(word) < 7 else 2):
+        if word[0] != title_word[0]:
             continue
-        for _, title_word in index.near(word, 1 if len(word) < 7 else 2):
-            if word[0] != title_word[0]:
-                continue
-            in_link = broken[word] and len(word) >= 6 and count >= 2  # written so more than once, in a link
-            if in_link or _beside_title(word, title_word, seen, titles, title_words, index):
-                clusters[title_word][word] += count
-    lower = summed.lower  # word -> notes that write it in lower case
-    for title_word in list(clusters):  # a word also written in lower case is a word, not a name (people)
-        for word in [w for w in clusters[title_word] if w in lower]:
-            del clusters[title_word][word]
-        if not clusters[title_word]:
-            del clusters[title_word]
+        in_link = broken[word] and len(word) >= 6 and count >= 2  # written so more than once, in a link
+        if in_link or _beside_title(word, title_word, seen, titles, title_words, index):
+            found.append(title_word)
+    return found
+
+
+def _updated(
+    clusters: Mapping[str, Counter[str]],
+    touched: set[str],
+    broken: Counter[str],
+    last_broken: Counter[str],
+    seen: _Seen,
+    titles: Mapping[str, set[str]],
+    title_words: Mapping[str, list[tuple[str, ...]]],
+    index: _Near,
+) -> dict[str, Counter[str]]:
+    """The last clusters with each ``touched`` word (its count, its neighbours or its broken links changed) taken
+    out and put back where ``_joins`` says now. Every other word's clusters are as before: they depend on its count,
+    its neighbours and the titles alone. Each cluster's words stay in the order a full run adds them (the order of
+    ``seen.count + broken``: the seen words' order is the moved tally's, the same; the words of broken links
+    alone may come in another order, and then every cluster is put in order again)."""
+    out = {t: c for t, c in clusters.items() if not touched.intersection(c)}  # the very Counters, where untouched
+    redo = {t: Counter({w: n for w, n in c.items() if w not in touched}) for t, c in clusters.items() if t not in out}
+    added: set[str] = set()
+    for word in touched:
+        count = seen.count[word] + broken[word] if word in seen.count or word in broken else 0
+        if count <= 0:
+            continue
+        for title_word in _joins(word, count, broken, seen, titles, title_words, index):
+            if title_word in out:
+                redo[title_word] = Counter(out.pop(title_word))
+            redo.setdefault(title_word, Counter())[word] = count
+            added.add(title_word)
+    if [w for w in broken if w not in seen.count] != [w for w in last_broken if w not in seen.count]:
+        redo.update((t, Counter(c)) for t, c in out.items())
+        out.clear()
+        added.update(redo)
+    if added:  # a word joined: its cluster's words put in the order of a full run
+        order = {w: i for i, w in enumerate(itertools.chain(seen.count, (w for w in broken if w not in seen.count)))}
+        for title_word in added:
+            redo[title_word] = Counter(dict(sorted(redo[title_word].items(), key=lambda kv: order[kv[0]])))
+    out.update((t, c) for t, c in redo.items() if c)
+    return out
+
+
+def _clusters_out(
+    clusters: Mapping[str, Counter[str]],
+    titles: Mapping[str, set[str]],
+    title_words: Mapping[str, list[tuple[str, ...]]],
+    seen: _Seen,
+    broken: Counter[str],
+    lower: Counter[str],
+) -> list[dict[str, Any]]:
+    """``spelling_variants``' clusters from what ``_joins`` found: a word also written in lower case dropped, each
+    with its notes and the aliases seen."""
+    kept_words = {}
+    for title_word, spellings in clusters.items():  # a word also written in lower case is a word, not a name (people)
+        left = Counter({w: n for w, n in spellings.items() if w not in lower})
+        if left:
+            kept_words[title_word] = left
     out = []
-    for title_word, spellings in sorted(clusters.items()):
+    for title_word, spellings in sorted(kept_words.items()):
         paths = sorted(titles[title_word])
         aliases_seen = [
-            {"note": p, "alias": a} for p in paths for a in _aliases(title_words[p], clusters, seen, broken)
+            {"note": p, "alias": a} for p in paths for a in _aliases(title_words[p], kept_words, seen, broken)
         ]
         used = {w for a in aliases_seen for w in fold(a["alias"]).split()}
         kept = {w: n for w, n in spellings.items() if w in used or not _plural(w, title_word)}
@@ -456,6 +569,36 @@ def _add_run(found: list[str], times: int, count: Counter[str], beside: dict[str
         beside[b][a] += times
 
 
+@dataclass
+class Clusters:
+    """What ``spelling_variants`` found before dropping the words written in lower case, kept with the ``Tally`` it
+    was found from so that the next run (the tally moved on) looks again at the words it touched alone: the aliases
+    (the notes are the tally's), the broken links' words counted, each title word's variants (``_joins``), in the
+    order a full run adds them. In memory also the titles' words and names, and what ``named`` held for them."""
+
+    aliases: dict[str, Sequence[str]]
+    broken: Counter[str]
+    clusters: dict[str, Counter[str]]
+    titles: dict[str, set[str]] | None = None
+    title_words: dict[str, list[tuple[str, ...]]] | None = None
+    named: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] | None = None
+    index: _Deletions | None = None
+
+    def saved(self) -> tuple[Any, ...]:
+        """As built-in values (``restored``): the convert cache keeps them with the tally."""
+        return (
+            {p: list(a) for p, a in self.aliases.items()},
+            dict(self.broken),
+            {t: dict(c) for t, c in self.clusters.items()},
+        )
+
+    @classmethod
+    def restored(cls, saved: Any) -> Clusters:
+        aliases, broken, clusters = saved
+        return cls({p: tuple(a) for p, a in aliases.items()}, Counter(broken),
+                   {t: Counter(c) for t, c in clusters.items()})  # fmt: skip
+
+
 MOST_CHANGED = 16  # notes whose words changed beyond which a Tally is made again rather than updated
 
 
@@ -484,6 +627,8 @@ class Tally:
         self.seen = _seen_words(self.runs)
         self.spent = False
         self.updates = 0  # how many converts in a row moved it rather than made it again
+        self.clusters: Clusters | None = None  # spelling_variants' clusters found from these sums
+        self.touched: set[str] = set()  # the seen words whose count or neighbours moved since those clusters
 
     def moved(self, paths: list[str], read: list[BodyWords]) -> Tally | None:
         """This tally moved to ``read`` (same ``paths``), or None where it cannot keep every key in place."""
@@ -505,10 +650,13 @@ class Tally:
             return None  # a run no note writes any more: it would leave the sum
         self.spent = True
         folded: dict[str, str] = {}
+        touched = self.touched if self.clusters is not None else set()
         for run, d in deltas.items():
             if d:
                 self.runs[run] += d
-                _add_run(_run_words(run, folded), d, self.seen.count, self.seen.beside)
+                found = _run_words(run, folded)
+                _add_run(found, d, self.seen.count, self.seen.beside)
+                touched.update(found)
         for i in changed:
             old_lower, new_lower = self.read[i].lower, read[i].lower
             self.lower.update(new_lower - old_lower)
@@ -519,24 +667,28 @@ class Tally:
         moved = object.__new__(Tally)
         moved.paths, moved.read, moved.runs, moved.first, moved.seen = paths, read, self.runs, self.first, self.seen
         moved.lower, moved.spent, moved.updates = self.lower, False, self.updates + 1
+        moved.clusters, moved.touched = self.clusters, touched
+        self.clusters, self.touched = None, set()
         return moved
 
     def saved(self) -> tuple[Any, ...]:
         """The sums as built-in values, every key in its place (the convert cache keeps them: ``restored``)."""
         seen = self.seen
         beside = {w: dict(c) for w, c in seen.beside.items()}
-        return dict(self.runs), self.first, dict(seen.count), beside, dict(self.lower)
+        saved = dict(self.runs), self.first, dict(seen.count), beside, dict(self.lower)
+        return saved if self.clusters is None or self.touched else (*saved, self.clusters.saved())
 
     @classmethod
     def restored(cls, paths: list[str], read: list[BodyWords], saved: tuple[Any, ...]) -> Tally:
         """The tally ``saved`` for these notes' words (the ones it was summed from), as ``Tally(paths, read)``
         would make it, keys in the same places, without summing every note again (or reading their words)."""
-        runs, first, count, beside, lower = saved
+        runs, first, count, beside, lower, *clusters = saved
         tally = object.__new__(cls)
         tally.paths, tally.read, tally.runs, tally.first = paths, read, Counter(runs), dict(first)
         tally.lower = Counter(lower)
         tally.seen = _Seen(Counter(count), defaultdict(Counter, {w: Counter(c) for w, c in beside.items()}))
         tally.spent, tally.updates = False, 0
+        tally.clusters, tally.touched = (Clusters.restored(clusters[0]) if clusters else None), set()
         return tally
 
 

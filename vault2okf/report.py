@@ -6,7 +6,7 @@ import hashlib
 import json
 import posixpath
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any
@@ -46,35 +46,49 @@ class LinkReport:
     memo: ReportMemo | None = field(default=None, compare=False, repr=False)  # a watcher's last report's pieces
     # a fresh process's: the last convert's link-health.json and the records that changed since (``LastReport``)
     last: LastReport | None = field(default=None, compare=False, repr=False)
+    # each note's records (in the notes' order; ``records`` is them one after the other): with a memo, a section is
+    # the memo's where each note whose records are not the very ones it was made from reads the same of them
+    by_note: Mapping[str, tuple[LinkRecord, ...]] | None = field(default=None, compare=False, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         return self._json
 
     @cached_property
     def _json(self) -> dict[str, Any]:
-        by = self._by_status
+        memo = self.memo
+        self._changed  # noqa: B018 - found before the memo forgets what its sections were made from
+        if memo is not None:
+            memo.records = None  # until every section is made from this report's records
         kept = self._kept
-        return {
+        made = {
             "vault": self.vault,
-            "totals": kept("totals", (self.records, self.problems, self.notes), self.totals),
-            "broken": kept("broken", (by[Status.BROKEN], self.notes, self.aliases, self.variants), self._broken),
-            "ambiguous": kept("ambiguous", (by[Status.AMBIGUOUS], by[Status.ATTACHMENT]), self._ambiguous),
-            "alias_only": kept("alias_only", (by[Status.ALIAS],), lambda: self._to_note(Status.ALIAS)),
-            "overridden": kept("overridden", (by[Status.OVERRIDDEN],), lambda: self._to_note(Status.OVERRIDDEN)),
-            "excluded": kept("excluded", (by[Status.EXCLUDED],), self._excluded),
-            "missing_attachments": kept("missing_attachments", (by[Status.MISSING_ATTACHMENT],),
-                                        lambda: self._grouped(Status.MISSING_ATTACHMENT)),
-            "missing_blocks": kept("missing_blocks", (by[Status.MISSING_BLOCK],), self._missing_blocks),
+            "totals": kept("totals", (self.problems, self.notes), self.totals, lambda: (self.records,)),
+            "broken": kept("broken", (self.notes, self.aliases, self.variants), self._broken,
+                           lambda: (self._by_status[Status.BROKEN],)),
+            "ambiguous": kept("ambiguous", (), self._ambiguous,
+                              lambda: (self._by_status[Status.AMBIGUOUS], self._by_status[Status.ATTACHMENT])),
+            "alias_only": kept("alias_only", (), lambda: self._to_note(Status.ALIAS),
+                               lambda: (self._by_status[Status.ALIAS],)),
+            "overridden": kept("overridden", (), lambda: self._to_note(Status.OVERRIDDEN),
+                               lambda: (self._by_status[Status.OVERRIDDEN],)),
+            "excluded": kept("excluded", (), self._excluded, lambda: (self._by_status[Status.EXCLUDED],)),
+            "missing_attachments": kept("missing_attachments", (), lambda: self._grouped(Status.MISSING_ATTACHMENT),
+                                        lambda: (self._by_status[Status.MISSING_ATTACHMENT],)),
+            "missing_blocks": kept("missing_blocks", (), self._missing_blocks,
+                                   lambda: (self._by_status[Status.MISSING_BLOCK],)),
             "variants": list(self.variants),
             "types": list(self.types),
             "problems": [
                 {"path": p, "line": pr.line, "kind": pr.kind, "message": pr.message} for p, pr in self.problems
             ],
             "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
-            "orphans": kept("orphans", (self.records, self.notes), self.orphans),
-            "hubs": kept("hubs", (self.records, self.notes), self.hubs),
+            "orphans": kept("orphans", (self.notes,), self.orphans, lambda: (self.records,)),
+            "hubs": kept("hubs", (self.notes,), self.hubs, lambda: (self.records,)),
             "mentions": kept("mentions", (self.mentions, self.notes), lambda: mentions_json(self.mentions, self.notes)),
         }  # fmt: skip
+        if memo is not None and self.by_note is not None:
+            memo.records, memo.notes = self.by_note, self.notes
+        return made
 
     @cached_property
     def _by_status(self) -> dict[Status, list[LinkRecord]]:
@@ -83,15 +97,35 @@ class LinkReport:
             by[r.resolution.status].append(r)
         return by
 
-    def _kept(self, key: str, inputs: tuple[Any, ...], make: Callable[[], Any]) -> Any:
-        """A section of the JSON: the memo's, made from equal ``inputs`` (every value it is made from), else the
-        last convert's where what it is made from has not changed (``LastReport.holds``), else made now (and
+    @cached_property
+    def _changed(self) -> tuple[Changed, ...] | None:
+        """The records before and after of each note whose records are not the very ones the memo's sections were
+        made from (None: not known)."""
+        if self.memo is None or self.by_note is None:
+            return None
+        return _changed_since(self.memo, self.notes, self.by_note)
+
+    def _kept(
+        self,
+        key: str,
+        inputs: tuple[Any, ...],
+        make: Callable[[], Any],
+        records: Callable[[], tuple[Any, ...]] = tuple,
+    ) -> Any:
+        """A section of the JSON: the memo's, made from equal ``inputs`` (every value it is made from but the
+        records) and records that read the same (each note's records the very ones the memo's were made from, or
+        reading the same: ``_records_hold``; without ``by_note``, the ``records`` it reads, compared whole), else
+        the last convert's where what it is made from has not changed (``LastReport.holds``), else made now (and
         remembered)."""
         if self.memo is None and self.last is None:
             return make()
+        changed = self._changed
+        if self.by_note is None:
+            inputs = (*inputs, records())
         was = self.memo.data.get(key) if self.memo is not None else None
         if was is not None and was[0] == inputs:
-            return was[1]
+            if self.by_note is None or (changed is not None and _records_hold(key, changed, True)):
+                return was[1]
         value = self.last.values[key] if self.last is not None and self.last.holds(key, self) else make()
         if self.memo is not None:
             self.memo.data[key] = (inputs, value)
@@ -326,23 +360,47 @@ class LastReport:
         return self._held[key]
 
     def _holds(self, key: str, report: LinkReport) -> bool:
-        statuses = _SECTION_STATUSES.get(key)
-        if statuses is not None:
-            if key == "broken" and not self.suggestions:  # the notes, aliases and variants suggestions are made from
-                return False
-            return all(_seen(old, statuses) == _seen(new, statuses) for old, new in self.changed)
-        if key in ("orphans", "hubs"):
-            return all(_neighbours(old) == _neighbours(new) for old, new in self.changed)
+        if key == "broken" and not self.suggestions:  # the notes, aliases and variants suggestions are made from
+            return False
         if key == "totals":
             problems = [
                 {"path": p, "line": pr.line, "kind": pr.kind, "message": pr.message} for p, pr in report.problems
             ]
-            return (
-                self.values.get("problems") == problems
-                and self.holds("orphans", report)
-                and all(_counted(old) == _counted(new) for old, new in self.changed)
-            )
-        return False
+            if self.values.get("problems") != problems:
+                return False
+        return _records_hold(key, self.changed)
+
+
+def _records_hold(key: str, changed: Iterable[Changed], others: bool = False) -> bool:
+    """Does the section ``key`` read the same of each note's records before and after (``changed``: those of the
+    notes whose records changed; every other note's are the very same)? ``others`` for a section that reads no
+    records."""
+    statuses = _SECTION_STATUSES.get(key)
+    if statuses is not None:
+        return all(_seen(old, statuses) == _seen(new, statuses) for old, new in changed)
+    if key in ("orphans", "hubs"):
+        return all(_neighbours(old) == _neighbours(new) for old, new in changed)
+    if key == "totals":
+        return all(_neighbours(old) == _neighbours(new) and _counted(old) == _counted(new) for old, new in changed)
+    return others
+
+
+def _changed_since(
+    memo: ReportMemo, notes: tuple[str, ...], by_note: Mapping[str, tuple[LinkRecord, ...]]
+) -> tuple[Changed, ...] | None:
+    """The records before and after of each note whose records are not the very ones the memo's sections were made
+    from; None where that is not known (no such records, or other notes)."""
+    last = memo.records
+    if last is None or memo.notes != notes:
+        return None
+    changed = []
+    for path, records in by_note.items():
+        was = last.get(path)
+        if was is not records:
+            if was is None:
+                return None
+            changed.append((was, records))
+    return tuple(changed)
 
 
 def _seen(records: tuple[LinkRecord, ...], statuses: frozenset[Status]) -> list[tuple[Any, ...]]:
@@ -400,6 +458,10 @@ class ReportMemo:
     markdown: dict[str, tuple[Any, str | None]] = field(default_factory=dict)  # link-health.md's (_MARKDOWN_PIECES)
     # the last link-health.json: each key with its text (the very strings of ``json``), the file's bytes, their sha256
     whole: tuple[tuple[tuple[str, str], ...], bytes, str] | None = None
+    # the notes and each note's records the sections in ``data`` were made from (None: not known)
+    notes: tuple[str, ...] = ()
+    records: Mapping[str, tuple[LinkRecord, ...]] | None = None
+    types: tuple[list[Any], tuple[dict[str, Any], ...]] | None = None  # type_rows' last notes' metas and rows
     indexes: dict[str, Any] = field(default_factory=dict)  # the folders' index.md (bundle.folder_indexes)
 
 

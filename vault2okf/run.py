@@ -58,7 +58,7 @@ from vault2okf.resolve import (
 )
 from vault2okf.scan import prepare_parser
 from vault2okf.skill import skill_text
-from vault2okf.suggest import BodyWords, TallyBox, body_words, spelling_variants
+from vault2okf.suggest import BodyWords, Tally, TallyBox, body_words, broken_targets, spelling_variants
 from vault2okf.walk import VaultFile, Walk
 from vault2okf.workers import parallel_chunks, parallel_map
 
@@ -494,14 +494,14 @@ class Run:
         if not hasattr(self, "_report"):
             notes = [_Path(p) for p in self.paths]
             words = {p: self.works[p].reading.words for p in self.paths}
-            metas = [self.works[p].meta for p in self.paths]
             memo = self.old.loaded if self.old is not None and self.old.universe == self.universe else None
             self.near = dict(memo.near) if memo else {}
             last = self.last.tally.tally if self.last is not None else None
             self.tally = TallyBox(last)  # the sum of the notes' words, moved on from a watcher's last convert
-            broken = [r for r in self.records if r.resolution.status is Status.BROKEN]  # all spelling_variants reads
+            broken = self._broken_words(last)
             self.named = dict(self.last.named) if self.last is not None else {}  # a function of each name alone
-            variants = tuple(spelling_variants(notes, self.aliases, broken, words, self.near, self.tally, self.named))
+            found = spelling_variants(notes, self.aliases, (), words, self.near, self.tally, self.named, broken)
+            variants = tuple(found)
             self.suggest_key = suggest_key(self.universe, variants)
             known = memo.suggested if memo and memo.suggest_key == self.suggest_key else {}
             same_suggestions = memo is not None and memo.suggest_key == self.suggest_key
@@ -513,14 +513,34 @@ class Run:
                 problems=self.problems(),
                 skipped=self.walk.skipped,
                 aliases=self.aliases,
-                types=tuple(type_rows(metas)),
+                types=self._types(),
                 variants=variants,
                 suggested=dict(known),
                 mentions=tuple(self.mentions),
                 memo=self.report_memo,
                 last=earlier,
+                by_note={p: self.note_records[p][2] for p in self.paths},
             )
         return self._report
+
+    def _broken_words(self, tally: Tally | None) -> Counter[str]:
+        """The broken links' words counted (``suggest.broken_targets``): the last convert's (kept with its tally's
+        clusters) where the notes are its notes and each note whose records changed links the same broken targets;
+        else counted over every link."""
+        clusters = tally.clusters if tally is not None else None
+        if clusters is not None and self.same_notes and all(_broken(a) == _broken(b) for a, b in self.changed):
+            return clusters.broken
+        return broken_targets(r.link.target for r in self.records if r.resolution.status is Status.BROKEN)
+
+    def _types(self) -> tuple[dict[str, Any], ...]:
+        """``report.type_rows`` of the notes' metas: a watcher's last rows where every meta is the very same."""
+        metas = [self.works[p].meta for p in self.paths]
+        was = self.report_memo.types
+        if was is not None and was[0] == metas:  # the same objects: compared by identity, not field by field
+            return was[1]
+        rows = tuple(type_rows(metas))
+        self.report_memo.types = (metas, rows)
+        return rows
 
     def _last_report(self, suggestions: bool) -> LastReport | None:
         """The last convert's ``link-health.json`` (``report.LastReport``), for a process with no report memo (a
@@ -790,6 +810,11 @@ class Run:
 @dataclass(frozen=True)
 class _Path:
     path: str  # a note as spelling_variants needs it when its body_words are known
+
+
+def _broken(records: tuple[LinkRecord, ...]) -> list[str]:
+    """The targets of a note's broken links, in its order."""
+    return [r.link.target for r in records if r.resolution.status is Status.BROKEN]
 
 
 def _as_kept(w: NoteWork, st: NoteState, output: tuple[int, ...]) -> bool:

@@ -123,9 +123,9 @@ class LinkReport:
         if self.by_note is None:
             inputs = (*inputs, records())
         was = self.memo.data.get(key) if self.memo is not None else None
-        if was is not None and was[0] == inputs:
-            if self.by_note is None or (changed is not None and _records_hold(key, changed, True)):
-                return was[1]
+        holds = self.by_note is None or (changed is not None and _records_hold(key, changed, True))
+        if was is not None and holds and was[0] == inputs:
+            return was[1]
         value = self.last.values[key] if self.last is not None and self.last.holds(key, self) else make()
         if self.memo is not None:
             self.memo.data[key] = (inputs, value)

@@ -411,8 +411,11 @@ def broken_targets(targets: Iterable[str]) -> Counter[str]:
     return broken
 
 
+Named = dict[str, tuple[tuple[str, ...], tuple[str, ...]]]  # a name -> its words, and those of 4 letters or more
+
+
 def _titles(
-    notes: Sequence[Any], aliases: Mapping[str, Sequence[str]], named: dict[str, tuple[tuple[str, ...], tuple[str, ...]]]
+    notes: Sequence[Any], aliases: Mapping[str, Sequence[str]], named: Named
 ) -> tuple[dict[str, set[str]], dict[str, list[tuple[str, ...]]]]:
     """Each title word's notes, and each note's names as words; ``named`` refilled with these names' words."""
     titles: dict[str, set[str]] = defaultdict(set)  # title word -> note paths

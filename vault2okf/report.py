@@ -470,6 +470,7 @@ class ReportMemo:
     notes: tuple[str, ...] = ()
     records: Mapping[str, tuple[LinkRecord, ...]] | None = None
     types: tuple[list[Any], tuple[dict[str, Any], ...]] | None = None  # type_rows' last notes' metas and rows
+    paths: tuple[list[str], list[Any]] | None = None  # the last notes' paths, as spelling_variants took them
     indexes: dict[str, Any] = field(default_factory=dict)  # the folders' index.md (bundle.folder_indexes)
 
 

@@ -457,7 +457,14 @@ class Run:
         collided: dict[str, list[Problem]] = {}
         for path, problem in self.collisions:
             collided.setdefault(path, []).append(problem)
-        notes = [(p, pr) for p in self.paths for pr in self.works[p].problems(tuple(collided.get(p, ())))]
+        notes: list[tuple[str, Problem]] = []
+        for p in self.paths:  # most notes have none: each step's problems looked at before any tuple is made
+            w = self.works[p]
+            r, f, res, m = w.reading, w.fields, w.resolved, w.made
+            assert f is not None and res is not None and m is not None
+            if (r.read_problems or r.parse_problems or f.problems or res.problems or m.rewrite_problems
+                    or m.doc_problems or p in collided):  # fmt: skip
+                notes.extend((p, pr) for pr in w.problems(tuple(collided.get(p, ()))))
         return tuple(sorted([*self.walk.problems, *notes], key=_by_path))
 
     @cached_property
@@ -492,7 +499,9 @@ class Run:
     @property
     def report(self) -> LinkReport:
         if not hasattr(self, "_report"):
-            notes = [_Path(p) for p in self.paths]
+            was = self.report_memo.paths
+            notes = was[1] if was is not None and was[0] == self.paths else [_Path(p) for p in self.paths]
+            self.report_memo.paths = (self.paths, notes)
             words = {p: self.works[p].reading.words for p in self.paths}
             memo = self.old.loaded if self.old is not None and self.old.universe == self.universe else None
             self.near = dict(memo.near) if memo else {}
@@ -533,10 +542,20 @@ class Run:
         return broken_targets(r.link.target for r in self.records if r.resolution.status is Status.BROKEN)
 
     def _types(self) -> tuple[dict[str, Any], ...]:
-        """``report.type_rows`` of the notes' metas: a watcher's last rows where every meta is the very same."""
-        metas = [self.works[p].meta for p in self.paths]
+        """``report.type_rows`` of the notes' metas: a watcher's last rows where every meta is the very same, or has
+        the same origin (all that ``type_rows`` reads)."""
+        works = self.works
+        metas = [works[p].meta for p in self.paths]
         was = self.report_memo.types
-        if was is not None and was[0] == metas:  # the same objects: compared by identity, not field by field
+        if (
+            was is not None
+            and len(was[0]) == len(metas)
+            and all(
+                a is b or a.origin == b.origin  # the same meta, or one of the same origin: all type_rows reads
+                for a, b in zip(was[0], metas, strict=True)
+            )
+        ):
+            self.report_memo.types = (metas, was[1])
             return was[1]
         rows = tuple(type_rows(metas))
         self.report_memo.types = (metas, rows)

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+Named = dict[str, tuple[tuple[str, ...], tuple[str, ...]]]  # a name -> its words, and those of 4 letters or more
 STOPWORDS = frozenset({"the", "a", "an", "of", "and", "de", "la", "le", "in", "on", "at", "to", "for"})
 CONFIDENT = 0.8
 MARGIN = 0.1
@@ -374,30 +375,28 @@ def spelling_variants(
     last, touched = summed.clusters, summed.touched
     summed.clusters, summed.touched = None, set()  # put back once these clusters are found: never half-made ones
     named = {} if named is None else named
-    titles: dict[str, set[str]]
-    title_words: dict[str, list[tuple[str, ...]]]
-    if last is not None and last.titles is not None and last.aliases == aliases:  # the tally's paths: the same notes
-        titles, title_words = last.titles, last.title_words
-        if last.named is not named:
+    last = last if last is not None and last.aliases == aliases else None  # the tally's paths: the same notes
+    if last is not None and last.names is not None:
+        titles, title_words, was = last.names
+        if was is not named:
             named.clear()
-            named.update(last.named)
+            named.update(was)
     else:
         titles, title_words = _titles(notes, aliases, named)
     seen = summed.seen
     if broken is None:
         broken = broken_targets(r.link.target for r in records if r.resolution.status == "broken")
-    fresh = last is None or last.aliases != aliases
-    index = _Near(titles, {} if near is None else near, keep=not fresh, index=None if fresh else last.index)
-    if fresh:
+    index = _Near(titles, {} if near is None else near, keep=last is not None)
+    if last is None:
         clusters: dict[str, Counter[str]] = defaultdict(Counter)
         for word, count in (seen.count + broken).items():
             for title_word in _joins(word, count, broken, seen, titles, title_words, index):
                 clusters[title_word][word] += count
     else:
-        assert last is not None
-        touched = touched | {w for w in broken.keys() | last.broken.keys() if broken[w] != last.broken[w]}
+        if broken is not last.broken:  # the very words of last time where no broken link changed
+            touched = touched | {w for w in broken.keys() | last.broken.keys() if broken.get(w) != last.broken.get(w)}
         clusters = _updated(last.clusters, touched, broken, last.broken, seen, titles, title_words, index)
-    summed.clusters = Clusters(dict(aliases), broken, clusters, titles, title_words, named, index.index)
+    summed.clusters = Clusters(dict(aliases), broken, clusters, (titles, title_words, named))
     return _clusters_out(clusters, titles, title_words, seen, broken, summed.lower)
 
 
@@ -409,9 +408,6 @@ def broken_targets(targets: Iterable[str]) -> Counter[str]:
         for w in fold(target).split():
             broken[w] += times
     return broken
-
-
-Named = dict[str, tuple[tuple[str, ...], tuple[str, ...]]]  # a name -> its words, and those of 4 letters or more
 
 
 def _titles(
@@ -577,15 +573,13 @@ class Clusters:
     """What ``spelling_variants`` found before dropping the words written in lower case, kept with the ``Tally`` it
     was found from so that the next run (the tally moved on) looks again at the words it touched alone: the aliases
     (the notes are the tally's), the broken links' words counted, each title word's variants (``_joins``), in the
-    order a full run adds them. In memory also the titles' words and names, and what ``named`` held for them."""
+    order a full run adds them. In memory only: each title word's notes and each note's names as words
+    (``_titles``), and the ``named`` they were made with."""
 
     aliases: dict[str, Sequence[str]]
     broken: Counter[str]
     clusters: dict[str, Counter[str]]
-    titles: dict[str, set[str]] | None = None
-    title_words: dict[str, list[tuple[str, ...]]] | None = None
-    named: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] | None = None
-    index: _Deletions | None = None
+    names: tuple[dict[str, set[str]], dict[str, list[tuple[str, ...]]], Named] | None = None
 
     def saved(self) -> tuple[Any, ...]:
         """As built-in values (``restored``): the convert cache keeps them with the tally."""

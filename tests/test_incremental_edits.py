@@ -510,3 +510,49 @@ def test_an_alias_edit_resolves_again_only_the_links_that_name_a_moved_alias(
     assert result.reused > 0 and not result.unchanged
     assert set(incremental) <= {note.relative_to(vault).as_posix(), other.relative_to(vault).as_posix()}
     assert other.relative_to(vault).as_posix() in incremental
+
+
+def test_spelling_variants_and_suggestions_follow_each_edit(tmp_path: Path) -> None:
+    """Issue 38: spelling variants are looked at again only for the words an edit touched, and link-health's
+    sections taken again where the notes whose records changed read the same. Edits that make and unmake a variant
+    for another note's title and broken link (a new spelling written next to a title word, a broken link written
+    twice, the only note with a title near a broken link deleted): under a watcher and in a convert that starts
+    from the cache, the bundle is the full convert's after each."""
+    vault = tmp_path / "vault"
+    for path, text in {
+        "NPCs/Kaelor Thornhide.md": "# Kaelor Thornhide\n\nA werebeast.\n",
+        "NPCs/Ygra Brambleward.md": "# Ygra Brambleward\n\nA paladin.\n",
+        "NPCs/Harlan Greaves.md": "# Harlan Greaves\n\nA captain.\n",
+        "Sessions/One.md": "Kaelor Thornhide met the captain. See [[Yagra]].\n",
+        "Sessions/Two.md": "Nothing much happened at the mill.\n",
+    }.items():
+        (vault / path).parent.mkdir(parents=True, exist_ok=True)
+        (vault / path).write_text(text, "utf-8")
+    two, one = vault / "Sessions" / "Two.md", vault / "Sessions" / "One.md"
+    edits = [
+        lambda: two.write_text(two.read_text("utf-8") + "Kaleor Thornhide came back.\n", "utf-8"),
+        lambda: two.write_text(two.read_text("utf-8") + "Commander Yagra Brambleward spoke.\n", "utf-8"),
+        lambda: one.write_text(one.read_text("utf-8") + "Ask [[Captain Grieves]], [[Captain Grieves]].\n", "utf-8"),
+        lambda: (vault / "NPCs" / "Ygra Brambleward.md").unlink(),
+        lambda: two.write_text("Nothing much happened at the mill.\nCommander Yagra Brambleward spoke.\n", "utf-8"),
+    ]
+    w, lines = _watcher(vault, tmp_path / "w")
+    twin = Twin(vault, tmp_path)
+    words, whys = [], []
+    for step, edit in enumerate(edits):
+        edit()
+        assert w.rebuild(1), lines[-1]
+        _full_equal(vault, tmp_path / "w", tmp_path, step)
+        report = twin.check().report.to_json()
+        words.append({c["word"]: sorted(c["variants"]) for c in report["variants"]})
+        whys.append([s["why"] for e in report["broken"] if e["target"] == "Yagra" for s in e["suggestions"]])
+    assert words == [
+        {"kaelor": ["kaleor"]},  # a new spelling beside a title word
+        {"kaelor": ["kaleor"], "ygra": ["yagra"]},  # the broken link's word, now written beside "Brambleward"
+        {"greaves": ["grieves"], "kaelor": ["kaleor"], "ygra": ["yagra"]},  # a broken link written twice
+        {"greaves": ["grieves"], "kaelor": ["kaleor"]},  # the only note titled near "Yagra" deleted
+        {"greaves": ["grieves"]},  # the sentence that wrote "Kaleor" gone
+    ], words
+    spelled, near = "'yagra' is how the vault also spells 'ygra'", "'yagra' ~ 'ygra'"
+    assert [[near in why or spelled in why for why in found] for found in whys] == [[True], [True], [True], [], []]
+    assert spelled in whys[1][0] and near in whys[0][0]  # the suggestion for [[Yagra]] follows the variant

@@ -502,7 +502,8 @@ class Run:
             was = self.report_memo.paths
             notes = was[1] if was is not None and was[0] == self.paths else [_Path(p) for p in self.paths]
             self.report_memo.paths = (self.paths, notes)
-            words = {p: self.works[p].reading.words for p in self.paths}
+            works = [self.works[p] for p in self.paths]
+            words = [w.reading.words for w in works]
             memo = self.old.loaded if self.old is not None and self.old.universe == self.universe else None
             self.near = dict(memo.near) if memo else {}
             last = self.last.tally.tally if self.last is not None else None
@@ -522,7 +523,7 @@ class Run:
                 problems=self.problems(),
                 skipped=self.walk.skipped,
                 aliases=self.aliases,
-                types=self._types(),
+                types=self._types([w.meta for w in works]),
                 variants=variants,
                 suggested=dict(known),
                 mentions=tuple(self.mentions),
@@ -541,11 +542,9 @@ class Run:
             return clusters.broken
         return broken_targets(r.link.target for r in self.records if r.resolution.status is Status.BROKEN)
 
-    def _types(self) -> tuple[dict[str, Any], ...]:
+    def _types(self, metas: list[Meta]) -> tuple[dict[str, Any], ...]:
         """``report.type_rows`` of the notes' metas: a watcher's last rows where every meta is the very same, or has
         the same origin (all that ``type_rows`` reads)."""
-        works = self.works
-        metas = [works[p].meta for p in self.paths]
         was = self.report_memo.types
         if (
             was is not None

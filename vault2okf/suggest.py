@@ -352,7 +352,7 @@ def spelling_variants(
     notes: Sequence[Any],
     aliases: Mapping[str, Sequence[str]],
     records: Sequence[Any],
-    words: Mapping[str, BodyWords] | None = None,
+    words: Mapping[str, BodyWords] | Sequence[BodyWords] | None = None,
     near: dict[tuple[str, int], list[tuple[int, str]]] | None = None,
     tally: TallyBox | None = None,
     named: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] | None = None,
@@ -361,8 +361,9 @@ def spelling_variants(
     """Clusters ``{word, variants: {spelling: count}, notes: [paths], aliases: [{note, alias}]}``.
 
     ``notes`` are parsed notes (``.path``, ``.body``; only ``.path`` for a note in ``words``, its
-    ``body_words``), ``records`` the resolved links (broken targets count as written spellings too), or
-    ``broken``: the broken links' targets counted (``broken_targets``), then ``records`` is not read. ``near``
+    ``body_words``, or for every note where ``words`` is a list of theirs in the notes' order), ``records`` the
+    resolved links (broken targets count as written spellings too), or ``broken``: the broken links' targets
+    counted (``broken_targets``), then ``records`` is not read. ``near``
     holds the title words near each word looked up, filled as they are found: valid while the notes and
     aliases are the same (the convert cache keeps it). ``tally``: the last run's sum of the notes' runs, taken
     (moved to these notes' words where it can be) and replaced by this run's (``Tally``; a watcher keeps it); where
@@ -370,7 +371,10 @@ def spelling_variants(
     counts or neighbours changed alone. ``named``: each name's words (``_name_words``) as the last run found them,
     refilled with this run's names (the convert cache keeps it: a fresh process folds only the names it lacks, not
     13k titles)."""
-    read = [words[n.path] if words is not None and n.path in words else body_words(n.body) for n in notes]
+    if isinstance(words, Sequence):  # every note's, in the notes' order
+        read = list(words)
+    else:
+        read = [words[n.path] if words is not None and n.path in words else body_words(n.body) for n in notes]
     summed = _tallied(notes, read, tally)
     last, touched = summed.clusters, summed.touched
     summed.clusters, summed.touched = None, set()  # put back once these clusters are found: never half-made ones

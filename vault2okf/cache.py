@@ -201,6 +201,8 @@ class Body:
     records: dict[str, tuple[Any, ...]] = field(default_factory=dict, compare=False, repr=False)
     resolver: tuple[str, Resolver] | None = field(default=None, compare=False, repr=False)
     applied: Applied | None = field(default=None, compare=False, repr=False)  # mentions' rules 4 and 5, per note
+    # in memory only: what a watcher's last run left for the next one's loops (``run.Loops``), taken by that run
+    loops: Any = field(default=None, compare=False, repr=False)
 
     def earlier(self) -> Earlier:
         """What unlinked mentions may reuse (``mentions.Earlier``)."""

@@ -280,6 +280,7 @@ def test_watch_visits_only_the_touched_notes_yet_gives_the_full_convert(
         (d, "---\naliases: [Dee]\n---\n# D\n\nPlain text with ![[pic.png]].\n", False),  # A's [[Dee]] resolves
         (d, "---\naliases: [Dee]\n---\n# D\n\nNow [[B]].\n", False),  # a new edge: another graph
         (d, "---\naliases: [Dee]\n---\n# D\n\nNow [[B]], still.\n", True),
+        (d, "---\naliases: [Dee]\ntitle: Dora\n---\n# D\n\nNow [[B]], still.\n", True),  # People/index.md
     ]
     for step, (note, text, visits_few) in enumerate(edits):
         if note is None:

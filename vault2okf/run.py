@@ -206,6 +206,10 @@ class Loops:
     used: frozenset[str]  # the attachments linked
     doc_notes: list[str]  # each note, in the order of the cache's ``docs``...
     doc_files: list[str]  # ... and its doc's absolute path in the bundle
+    problems: tuple[tuple[str, Problem], ...] | None  # ``Run.problems`` (None: not made)
+    doc_links: dict[str, str] | None  # concepts/<doc path> -> the doc in the bundle, each note's
+    keys: dict[str, Any] | None  # ``bundle.folder_keys`` of the docs
+    folder_notes: dict[str, tuple[str, ...]]  # folder -> the notes whose docs it holds, in order
 
 
 class Run:
@@ -246,7 +250,7 @@ class Run:
     # -- reading ------------------------------------------------------------------------------------------
     def _touched(self) -> list[str] | None:
         """The notes whose files may have changed since the last run, whose ``Loops`` this run took: those the walk
-        found anew (the last walk patched: every other file is the very ``VaultFile`` it found) and the racy ones
+        found changed (the last walk patched: every other file is the very ``VaultFile`` it found) and the racy ones
         (``ConvertCache.racy``), in the notes' order. None where the notes, the attachments' paths or the excluded
         files are not the last run's, or there are no loops: every note is visited."""
         loops, old = self.loops, self.old
@@ -261,7 +265,7 @@ class Run:
             return None
         touched, racy = [], old.started_ns - RACY_NS
         for f, g in zip(was.notes, now.notes, strict=True):
-            if f is not g:
+            if f is not g and f != g:  # (a whole walk finds the same files anew)
                 if f.path != g.path:
                     return None
                 touched.append(g.path)
@@ -519,7 +523,9 @@ class Run:
         attached = Status.ATTACHMENT
         if any(r.resolution.status is attached for p in self.touched for r in (*kept[p][2], *self.note_records[p][2])):
             used = frozenset(r.resolution.path or "" for r in self.records if r.resolution.status is attached)
-            if used != loops.used:
+            if used == loops.used:
+                used = loops.used
+            else:
                 doc_of = {p: loops.doc_of[p] for p in self.paths}
                 doc_of.update({a.path: a.path for a in self.walk.attachments if a.path in used})
         self.doc_of, self.used = doc_of, used
@@ -537,6 +543,7 @@ class Run:
             else:
                 w.made = None
                 remade.add(path)
+        self.remade = remade
         now = _output_sigs(loops.doc_files)
         for path, sig, was in zip(loops.doc_notes, now, self.old.docs.values(), strict=True):
             if sig != was and path not in remade:  # its doc in the old bundle is not as written: made again
@@ -583,11 +590,13 @@ class Run:
         b.make_folders(stage, [f"{b.CONCEPTS}/{self.doc_of[p]}" for p in todo])
         self.stage = str(stage)
         self.writer: b.Writer | None = None
+        self.bodies: dict[str, str] = {}  # each doc made: md5 of its concepts row's body, as ``watch`` reads them
         done = 0
         for chunk in parallel_chunks(self._make_doc, todo, self._written):
             for path, made in zip(todo[done : done + len(chunk)], chunk, strict=True):
                 w = self.works[path]
                 w.made, w.content = made.made, made.content
+                self.bodies[path] = hashlib.md5(made.row.body.encode("utf-8", "surrogatepass")).hexdigest()
                 self.parsed.pop(path, None)  # its row holds what the database needs: the note need not stay
             rows([made.row for made in chunk])
             done += len(chunk)
@@ -631,8 +640,25 @@ class Run:
         collided: dict[str, list[Problem]] = {}
         for path, problem in self.collisions:
             collided.setdefault(path, []).append(problem)
+        loops = self.loops
+        if (
+            self.touched is not None and loops is not None and loops.problems is not None
+            and not self.walk.problems and not loops.walk.problems
+        ):  # fmt: skip
+            # the last run's, each note touched or made again with its problems of now (the same collisions)
+            changed = {*self.touched, *self.remade}
+            works = self.works
+            now = [(p, pr) for p in self.paths if p in changed for pr in works[p].problems(tuple(collided.get(p, ())))]
+            was = [item for item in loops.problems if item[0] in changed]
+            if was == now:
+                self.made_problems = loops.problems
+            else:
+                kept = [item for item in loops.problems if item[0] not in changed]
+                self.made_problems = tuple(sorted([*kept, *now], key=_by_path))
+            return self.made_problems
         notes = [(p, pr) for p in self.paths for pr in self.works[p].problems(tuple(collided.get(p, ())))]
-        return tuple(sorted([*self.walk.problems, *notes], key=_by_path))
+        self.made_problems = tuple(sorted([*self.walk.problems, *notes], key=_by_path))
+        return self.made_problems
 
     @cached_property
     def found(self) -> Found:
@@ -802,13 +828,24 @@ class Run:
         links_from: dict[str, str] = {}
         old_root = str(self.out)
         docs = [self.works[p].doc for p in self.paths]
-        for path in self.carried:
-            rel = f"{b.CONCEPTS}/{self.works[path].doc.doc_path}"
-            links_from[rel] = f"{old_root}/{rel}"
+        loops = self.loops if self.touched is not None else None
+        if loops is not None and loops.doc_links is not None:  # every note's doc but those made again
+            links_from = dict(loops.doc_links)
+            for path in self.remade:
+                del links_from[f"{b.CONCEPTS}/{doc_of[path]}"]
+        else:
+            for path in self.carried:
+                rel = f"{b.CONCEPTS}/{self.works[path].doc.doc_path}"
+                links_from[rel] = f"{old_root}/{rel}"
         attachment_folders = {posixpath.dirname(p) for p in used if p}
         indexes: list[str] = []
-        old_keys, todo = self._old_folder_keys(vault.name), dict[str, b.IndexKey]()
-        for folder, index_key in b.folder_keys(docs, vault.name, attachment_folders).items():
+        todo = dict[str, b.IndexKey]()
+        if loops is not None and loops.keys is not None and used is loops.used:
+            old_keys, self.index_keys = self._folder_keys_touched(loops, loops.keys)
+        else:
+            old_keys = self._old_folder_keys(vault.name)
+            self.index_keys = b.folder_keys(docs, vault.name, attachment_folders)
+        for folder, index_key in self.index_keys.items():
             rel = posixpath.join(b.CONCEPTS, folder, "index.md")
             indexes.append(rel)
             if old_keys.get(folder) == index_key and self._as_written(rel):  # made from the same docs: linked
@@ -865,6 +902,17 @@ class Run:
         self.copied = b.write_tree(stage, files, copies, links_from, present=self.present)
         self.linked = frozenset(links_from) - self.copied  # the very files of the old bundle
         return [*written, b.MARKER]
+
+    def _folder_keys_touched(
+        self, loops: Loops, keys: dict[str, b.IndexKey]
+    ) -> tuple[dict[str, b.IndexKey], dict[str, b.IndexKey]]:
+        """The old and new ``bundle.folder_keys`` where the last run's loops were followed: the same notes, doc
+        paths and attachments, so the last run's keys, with each folder of a doc made again keyed anew."""
+        new = dict(keys)
+        for folder in {self.doc_of[p].rpartition("/")[0] for p in self.remade}:
+            _, subs, title = keys[folder]
+            new[folder] = (tuple(self.works[p].doc for p in loops.folder_notes[folder]), subs, title)
+        return keys, new
 
     def _old_folder_keys(self, title: str) -> dict[str, b.IndexKey]:
         """What each folder's ``index.md`` of the old bundle was made from (``bundle.folder_keys``), from the last
@@ -992,15 +1040,24 @@ class Run:
     def _loops(self, notes: dict[str, NoteState], docs: dict[str, tuple[int, ...]]) -> Loops | None:
         """What this run leaves for the next one's loops (``Loops``), each note's ``reuse`` its new state."""
         if self.touched is not None and self.loops is not None:
-            doc_notes, doc_files = self.loops.doc_notes, self.loops.doc_files
+            loops = self.loops
+            doc_notes, doc_files, doc_links = loops.doc_notes, loops.doc_files, loops.doc_links
+            folder_notes = loops.folder_notes
         else:
             doc_notes, doc_files = list(notes), [f"{self.out}/{rel}" for rel in docs]
+            doc_links = dict(zip(docs, doc_files, strict=True))
+            by_folder: dict[str, list[str]] = {}
+            for path in self.paths:
+                by_folder.setdefault(self.doc_of[path].rpartition("/")[0], []).append(path)
+            folder_notes = {folder: tuple(paths) for folder, paths in by_folder.items()}
         if len(doc_notes) != len(docs) or len(notes) != len(self.paths):
             return None
         return Loops(
             root=str(self.out), walk=self.walk, base=self.config.base, works=self.works, aliases=self.aliases,
             blocks=self.blocks, graph_key=self.graph_key, analytics=self.analytics, graph=self.graph,
             doc_of=self.doc_of, collisions=self.collisions, used=self.used, doc_notes=doc_notes, doc_files=doc_files,
+            problems=getattr(self, "made_problems", None), doc_links=doc_links, keys=getattr(self, "index_keys", None),
+            folder_notes=folder_notes,
         )  # fmt: skip
 
 

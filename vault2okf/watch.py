@@ -94,7 +94,8 @@ def bundle_notes(out: Path, only: Iterable[str] | None = None) -> dict[str, str]
 
 def notes_after(out: Path, before: dict[str, str], result: ConvertResult, kept: bool) -> dict[str, str]:
     """``bundle_notes(out)`` after ``result``, read only for the notes it made again where ``before`` is the
-    bundle it started from (``kept``: this process wrote it last): a carried note's row is the one before."""
+    bundle it started from (``kept``: this process wrote it last): a carried note's row is the one before, a note
+    made again has the body the convert hashed as DuckDB's ``md5`` does (``ConvertResult.bodies``), else read."""
     if not kept or result.made is None or (result.paths is None and not result.unchanged):
         return bundle_notes(out)
     if result.unchanged:
@@ -104,7 +105,11 @@ def notes_after(out: Path, before: dict[str, str], result: ConvertResult, kept: 
     after = {p: before[p] for p in result.paths if p not in made and p in before}
     if len(after) + len(made) != len(result.paths):  # a carried note the last read did not have: read them all
         return bundle_notes(out)
-    after.update(bundle_notes(out, result.made) if made else {})
+    bodies = result.bodies
+    if bodies is not None and made.issubset(bodies):
+        after.update((p, bodies[p]) for p in result.made)
+    else:
+        after.update(bundle_notes(out, result.made) if made else {})
     return after
 
 

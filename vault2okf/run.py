@@ -210,6 +210,9 @@ class Loops:
     doc_links: dict[str, str] | None  # concepts/<doc path> -> the doc in the bundle, each note's
     keys: dict[str, Any] | None  # ``bundle.folder_keys`` of the docs
     folder_notes: dict[str, tuple[str, ...]]  # folder -> the notes whose docs it holds, in order
+    docs: list[b.Doc] | None  # every note's doc, in order...
+    where: dict[str, int]  # ... each note's place in it
+    types: dict[str, int]  # docs of each type, most first
 
 
 class Run:
@@ -827,8 +830,8 @@ class Run:
         files: dict[str, str | bytes] = {}
         links_from: dict[str, str] = {}
         old_root = str(self.out)
-        docs = [self.works[p].doc for p in self.paths]
         loops = self.loops if self.touched is not None else None
+        docs, types = self._docs(loops)
         if loops is not None and loops.doc_links is not None:  # every note's doc but those made again
             links_from = dict(loops.doc_links)
             for path in self.remade:
@@ -855,7 +858,6 @@ class Run:
         for folder, text in b.folder_texts(todo, self.report_memo.indexes).items():
             files[posixpath.join(b.CONCEPTS, folder, "index.md")] = text
         files["index.md"] = b.root_index(vault.name)
-        types = dict(Counter(d.type for d in docs).most_common())
         data = report.to_json()
         files["SKILL.md"] = skill_text(vault.name, vault.name, types, data["totals"], folders=data["types"])
         renamed = {p: f"{b.CONCEPTS}/{d}" for p, d in doc_of.items() if d != p}
@@ -902,6 +904,21 @@ class Run:
         self.copied = b.write_tree(stage, files, copies, links_from, present=self.present)
         self.linked = frozenset(links_from) - self.copied  # the very files of the old bundle
         return [*written, b.MARKER]
+
+    def _docs(self, loops: Loops | None) -> tuple[list[b.Doc], dict[str, int]]:
+        """Every note's doc, and how many docs of each type (most first): the last run's, each doc made again in
+        its place, where its loops were followed."""
+        if loops is not None and loops.docs is not None:
+            docs, where = list(loops.docs), loops.where
+            for path in self.remade:
+                docs[where[path]] = self.works[path].doc
+            if all(docs[where[p]].type == loops.docs[where[p]].type for p in self.remade):
+                self.docs_made, self.types = docs, loops.types
+                return docs, loops.types
+        else:
+            docs = [self.works[p].doc for p in self.paths]
+        self.docs_made, self.types = docs, dict(Counter(d.type for d in docs).most_common())
+        return docs, self.types
 
     def _folder_keys_touched(
         self, loops: Loops, keys: dict[str, b.IndexKey]
@@ -1042,8 +1059,9 @@ class Run:
         if self.touched is not None and self.loops is not None:
             loops = self.loops
             doc_notes, doc_files, doc_links = loops.doc_notes, loops.doc_files, loops.doc_links
-            folder_notes = loops.folder_notes
+            folder_notes, where = loops.folder_notes, loops.where
         else:
+            where = {p: i for i, p in enumerate(self.paths)}
             doc_notes, doc_files = list(notes), [f"{self.out}/{rel}" for rel in docs]
             doc_links = dict(zip(docs, doc_files, strict=True))
             by_folder: dict[str, list[str]] = {}
@@ -1057,7 +1075,8 @@ class Run:
             blocks=self.blocks, graph_key=self.graph_key, analytics=self.analytics, graph=self.graph,
             doc_of=self.doc_of, collisions=self.collisions, used=self.used, doc_notes=doc_notes, doc_files=doc_files,
             problems=getattr(self, "made_problems", None), doc_links=doc_links, keys=getattr(self, "index_keys", None),
-            folder_notes=folder_notes,
+            folder_notes=folder_notes, docs=getattr(self, "docs_made", None), where=where,
+            types=getattr(self, "types", {}),
         )  # fmt: skip
 
 

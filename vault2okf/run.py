@@ -1003,10 +1003,17 @@ class Run:
             for path in visit:
                 st = notes[path]
                 docs[f"{b.CONCEPTS}/{st.doc.doc_path}"], contents[path] = st.output, st.content
-        others = {rel: output_sig(os.path.join(root, rel)) for rel in files if rel not in docs}
+        # a file linked from the old bundle is the very file (inode, size, mtime) whose signature was checked
+        linked, was = self.linked, self.prior.files if self.prior is not None else {}
+        others = {
+            rel: was[rel] if rel in linked and rel in was else output_sig(os.path.join(root, rel))
+            for rel in files
+            if rel not in docs
+        }
         others[DATABASE] = output_sig(os.path.join(root, DATABASE))
         copied = [a for a in self.walk.attachments if a.path in self.used]
-        attachments = {a.path: (a.sig, output_sig(os.path.join(root, b.CONCEPTS, a.path))) for a in copied}
+        old_copies = self.prior.attachments if self.prior is not None else {}
+        attachments = {a.path: (a.sig, self._copy_sig(root, a.path, old_copies.get(a.path))) for a in copied}
         report = self.report
         data = report.to_json()
         broken = {entry["target"] for entry in data["broken"]}
@@ -1037,6 +1044,14 @@ class Run:
             body=lambda: body,
             digests=self.digests,
         )
+
+    def _copy_sig(self, root: str, path: str, was: tuple[tuple[int, ...], tuple[int, ...]] | None) -> tuple[int, ...]:
+        """The signature of an attachment's copy in the stage: the old one's where it was linked from the old
+        bundle (checked then), else read."""
+        rel = f"{b.CONCEPTS}/{path}"
+        if was is not None and rel in self.linked:
+            return was[1]
+        return output_sig(os.path.join(root, rel))
 
     def _changed_states(self) -> list[str] | None:
         """The notes whose state may not be the one the cache has (``_cache``), where the last run's ``Loops`` were

@@ -69,7 +69,7 @@ _LINK_BATCH = 5000  # links rows per insert: few statements, never every row in 
 _PATCH_MOST = 64  # notes made again beyond which okf.duckdb is written anew rather than the old one patched
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Reading:
     """What reading and parsing a note made: the problems of each, its links, block ids and body words."""
 
@@ -86,7 +86,7 @@ class Reading:
                    blocks=st.blocks, words=st.words, prose=st.prose)  # fmt: skip
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Fields:
     """A note's fields (``Meta``), what they were read from besides the note, and the problems reading them."""
 
@@ -100,13 +100,13 @@ class Fields:
         return cls(mtime=st.mtime, base=st.base, meta=st.meta, problems=st.meta_problems)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Resolved:
     resolutions: tuple[Resolution, ...]  # one per link, before ``check_blocks``
     problems: tuple[Problem, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Made:
     """A note's doc (without its text, which is in the bundle) and the problems of rewriting and rendering it."""
 
@@ -133,7 +133,7 @@ class _Doc:
     content: str | None
 
 
-@dataclass
+@dataclass(slots=True)  # a watcher keeps one a note between rebuilds (``Loops``): no dict each
 class NoteWork:
     """One note in this run: each step's result, made now or carried from ``reuse`` (the last convert's state)."""
 

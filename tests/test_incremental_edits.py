@@ -588,6 +588,7 @@ def test_spelling_variants_and_suggestions_follow_each_edit(tmp_path: Path) -> N
         lambda: one.write_text(one.read_text("utf-8") + "Ask [[Captain Grieves]], [[Captain Grieves]].\n", "utf-8"),
         lambda: (vault / "NPCs" / "Ygra Brambleward.md").unlink(),
         lambda: two.write_text("Nothing much happened at the mill.\nCommander Yagra Brambleward spoke.\n", "utf-8"),
+        lambda: two.write_text("---\ntype: Faction\n---\n" + two.read_text("utf-8"), "utf-8"),  # its type row
     ]
     w, lines = _watcher(vault, tmp_path / "w")
     twin = Twin(vault, tmp_path)
@@ -605,7 +606,9 @@ def test_spelling_variants_and_suggestions_follow_each_edit(tmp_path: Path) -> N
         {"greaves": ["grieves"], "kaelor": ["kaleor"], "ygra": ["yagra"]},  # a broken link written twice
         {"greaves": ["grieves"], "kaelor": ["kaleor"]},  # the only note titled near "Yagra" deleted
         {"greaves": ["grieves"]},  # the sentence that wrote "Kaleor" gone
+        {"greaves": ["grieves"]},
     ], words
+    assert {"folder": "", "type": "Faction", "rule": "frontmatter", "notes": 1} in report["types"]  # made again
     spelled, near = "'yagra' is how the vault also spells 'ygra'", "'yagra' ~ 'ygra'"
-    assert [[near in why or spelled in why for why in found] for found in whys] == [[True], [True], [True], [], []]
+    assert [[near in why or spelled in why for why in found] for found in whys] == [[True], [True], [True], [], [], []]
     assert spelled in whys[1][0] and near in whys[0][0]  # the suggestion for [[Yagra]] follows the variant

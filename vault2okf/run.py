@@ -747,8 +747,11 @@ class Run:
 
     def _types(self, metas: list[Meta]) -> tuple[dict[str, Any], ...]:
         """``report.type_rows`` of the notes' metas: a watcher's last rows where every meta is the very same, or has
-        the same origin (all that ``type_rows`` reads)."""
+        the same origin (all that ``type_rows`` reads); in a fresh process, the cache's rows where the notes are its
+        notes, each meta its state's or of the same origin."""
         was = self.report_memo.types
+        if was is None and self.old is not None and self.last is not None and self.same_notes:
+            was = ([st.meta for st in self.old.notes.values()], self.last.types)
         if (
             was is not None
             and len(was[0]) == len(metas)

@@ -380,11 +380,14 @@ def spelling_variants(
     summed.clusters, summed.touched = None, set()  # put back once these clusters are found: never half-made ones
     named = {} if named is None else named
     last = last if last is not None and last.aliases == aliases else None  # the tally's paths: the same notes
-    if last is not None and last.names is not None:
-        titles, title_words, was = last.names
+    title_words: Any
+    if last is not None and last.names is not None:  # a watcher's: the names as the last run made them
+        titles, (title_words, was) = last.titles, last.names
         if was is not named:
             named.clear()
             named.update(was)
+    elif last is not None:  # restored from the cache, with ``named`` (these notes' names: the same notes, aliases)
+        titles, title_words = last.titles, _TitleWords(aliases, named)
     else:
         titles, title_words = _titles(notes, aliases, named)
     seen = summed.seen
@@ -400,7 +403,8 @@ def spelling_variants(
         if broken is not last.broken:  # the very words of last time where no broken link changed
             touched = touched | {w for w in broken.keys() | last.broken.keys() if broken.get(w) != last.broken.get(w)}
         clusters = _updated(last.clusters, touched, broken, last.broken, seen, titles, title_words, index)
-    summed.clusters = Clusters(dict(aliases), broken, clusters, (titles, title_words, named))
+    placed = last.placed if last is not None else None  # the very titles: saved as last time
+    summed.clusters = Clusters(dict(aliases), broken, clusters, titles, (title_words, named), placed)
     return _clusters_out(clusters, titles, title_words, seen, broken, summed.lower)
 
 
@@ -577,27 +581,50 @@ class Clusters:
     """What ``spelling_variants`` found before dropping the words written in lower case, kept with the ``Tally`` it
     was found from so that the next run (the tally moved on) looks again at the words it touched alone: the aliases
     (the notes are the tally's), the broken links' words counted, each title word's variants (``_joins``), in the
-    order a full run adds them. In memory only: each title word's notes and each note's names as words
-    (``_titles``), and the ``named`` they were made with."""
+    order a full run adds them, and each title word's notes (``titles``, saved by their places among the tally's
+    notes). In memory only: each note's names as words (``_titles``), and the ``named`` they were made with."""
 
     aliases: dict[str, Sequence[str]]
     broken: Counter[str]
     clusters: dict[str, Counter[str]]
-    names: tuple[dict[str, set[str]], dict[str, list[tuple[str, ...]]], Named] | None = None
+    titles: dict[str, set[str]]
+    names: tuple[Any, Named] | None = None  # each note's names as words, a mapping; the names' words they came from
+    placed: dict[str, list[int]] | None = None  # ``titles`` as saved, while the titles are the very ones
 
-    def saved(self) -> tuple[Any, ...]:
-        """As built-in values (``restored``): the convert cache keeps them with the tally."""
+    def saved(self, paths: Sequence[str]) -> tuple[Any, ...]:
+        """As built-in values (``restored``): the convert cache keeps them with the tally of the notes ``paths``."""
+        if self.placed is None:
+            place = {p: i for i, p in enumerate(paths)}
+            self.placed = {w: sorted(place[p] for p in found) for w, found in self.titles.items()}
         return (
             {p: list(a) for p, a in self.aliases.items()},
             dict(self.broken),
             {t: dict(c) for t, c in self.clusters.items()},
+            self.placed,
         )
 
     @classmethod
-    def restored(cls, saved: Any) -> Clusters:
-        aliases, broken, clusters = saved
+    def restored(cls, saved: Any, paths: Sequence[str]) -> Clusters:
+        aliases, broken, clusters, placed = saved
+        titles = {w: {paths[i] for i in found} for w, found in placed.items()}
         return cls({p: tuple(a) for p, a in aliases.items()}, Counter(broken),
-                   {t: Counter(c) for t, c in clusters.items()})  # fmt: skip
+                   {t: Counter(c) for t, c in clusters.items()}, titles, placed=placed)  # fmt: skip
+
+
+class _TitleWords:
+    """Each note's names as words (``_titles``' second half), made when first asked for from the names' words in
+    ``named``: a fresh process that restored its clusters reads those of a few notes, not of 13k."""
+
+    def __init__(self, aliases: Mapping[str, Sequence[str]], named: Named) -> None:
+        self.aliases, self.named = aliases, named
+        self.made: dict[str, list[tuple[str, ...]]] = {}
+
+    def __getitem__(self, path: str) -> list[tuple[str, ...]]:
+        found = self.made.get(path)
+        if found is None:
+            names = (path.rpartition("/")[2][:-3], *self.aliases.get(path, ()))
+            found = self.made[path] = [(self.named.get(n) or _name_words(n))[0] for n in names]
+        return found
 
 
 MOST_CHANGED = 16  # notes whose words changed beyond which a Tally is made again rather than updated
@@ -677,7 +704,7 @@ class Tally:
         seen = self.seen
         beside = {w: dict(c) for w, c in seen.beside.items()}
         saved = dict(self.runs), self.first, dict(seen.count), beside, dict(self.lower)
-        return saved if self.clusters is None or self.touched else (*saved, self.clusters.saved())
+        return saved if self.clusters is None or self.touched else (*saved, self.clusters.saved(self.paths))
 
     @classmethod
     def restored(cls, paths: list[str], read: list[BodyWords], saved: tuple[Any, ...]) -> Tally:
@@ -689,7 +716,7 @@ class Tally:
         tally.lower = Counter(lower)
         tally.seen = _Seen(Counter(count), defaultdict(Counter, {w: Counter(c) for w, c in beside.items()}))
         tally.spent, tally.updates = False, 0
-        tally.clusters, tally.touched = (Clusters.restored(clusters[0]) if clusters else None), set()
+        tally.clusters, tally.touched = (Clusters.restored(clusters[0], paths) if clusters else None), set()
         return tally
 
 

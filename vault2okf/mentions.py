@@ -291,6 +291,21 @@ class Applied:
     mentions: Mapping[str, tuple[Mention, ...]]  # note -> its mentions, in the notes' order (none: left out)
     holders: Mapping[Key, frozenset[str]] | None = None  # name -> the notes whose hits hold it (None: not made)
 
+    def saved(self) -> tuple[Any, ...]:
+        """As the convert cache keeps it (the names and the name index it keeps apart): a fresh process's convert
+        applies the rules again only where an edit touched, as a watcher's does."""
+        mentions = {p: [(m.target, m.text, m.line, m.heading, m.count) for m in ms] for p, ms in self.mentions.items()}
+        return dict(self.counts), self.common, self.size, mentions
+
+    @classmethod
+    def restored(cls, data: tuple[Any, ...], keys: frozenset[Key], names: NameIndex) -> Applied:
+        """``saved``'s value back, for the names ``keys`` and the name index ``names`` kept with it."""
+        counts, common, size, mentions = data
+        return cls(
+            keys, names[0], names[1], counts, frozenset(common), size,
+            {p: tuple(Mention(p, *m) for m in ms) for p, ms in mentions.items()},
+        )  # fmt: skip
+
 
 @dataclass(frozen=True)
 class Found:
@@ -517,11 +532,12 @@ def _holders_of(before: Before, paths: Iterable[str]) -> dict[Key, frozenset[str
 
 
 def _changed_keys(last: Applied, index: Mapping[Key, str | None], capital: frozenset[Key]) -> set[Key]:
-    """The names whose owner or capital changed since ``last`` (come or gone included)."""
+    """The names whose owner or capital changed since ``last``. Not those that came or went: only the notes read
+    again (``_read_again``) hold them."""
     if index is last.index and capital is last.capital:
         return set()
-    changed = {k for k, _ in index.items() ^ last.index.items()}
-    return changed | (capital ^ last.capital)
+    changed = {k for k, _ in index.items() ^ last.index.items()} | (capital ^ last.capital)
+    return {k for k in changed if k in index and k in last.index}  # a name that came or went: in notes read again
 
 
 def _kept(
@@ -554,13 +570,29 @@ def _read_again(
         for key in removed:
             again.update((p, None) for p in holders.old(key) if p not in gone_set)
         if added:
-            probe = _Names.of(added)
-            again.update((p, None) for p in paths if p not in again and probe.may_hold(fold(now.prose(p))))
+            may_hold = _probe(added)
+            again.update((p, None) for p in paths if p not in again and may_hold(now.prose(p)))
     if not again:
         return {}
     texts = [now.prose(p) for p in again]
     names = _automaton(texts, keys)
     return {p: tuple(_scan(text, names)) for p, text in zip(again, texts, strict=True)}
+
+
+def _probe(keys: Iterable[Key]) -> Callable[[str], bool]:
+    """Whether a note's prose may hold one of ``keys``: ``_Names.may_hold`` over the whole prose, folded, asked
+    only where the folded prose holds one of the names' first words as a substring (a search in C; splitting
+    every note into words took seconds on 13k notes)."""
+    names = _Names.of(keys)
+    firsts = sorted(names.firsts)
+
+    def may_hold(text: str) -> bool:
+        folded = text.lower() if text.isascii() else fold(text)
+        if not names.cjk and not any(w in folded for w in firsts):
+            return False
+        return names.may_hold(folded)
+
+    return may_hold
 
 
 _FEW = 64  # notes read again up to which the automaton holds only the names their words could make

@@ -271,6 +271,25 @@ def test_a_detached_removal_leaves_the_old_generation_to_a_child(bundle: Path, m
     assert siblings(bundle) == []
 
 
+def test_the_console_command_ends_its_process_with_its_output_and_bundle_whole(tmp_path: Path) -> None:
+    """The console command (``vault2okf.cli.main``) ends its process without freeing what the convert made
+    (``cli.convert._end``): its summary still reaches a pipe whole, it exits 0, the bundle is in place with its
+    cache, and the next convert after an edit starts from that cache."""
+    vault, out = tmp_path / "vault", tmp_path / "bundle"
+    shutil.copytree(VAULT, vault)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # its output buffered, as in a pipe
+    lines = []
+    for _ in range(2):
+        done = subprocess.run([CLI, "convert", vault, "-o", out], capture_output=True, text=True, timeout=300, env=env)
+        assert done.returncode == 0, done.stderr
+        lines.append(done.stdout)
+        note = sorted(vault.rglob("*.md"))[0]
+        note.write_text(note.read_text("utf-8") + "\nOne more line.\n", "utf-8")
+    assert "all converted" in lines[0] and lines[0].rstrip().endswith("link-health.html"), lines[0]
+    assert "1 converted" in lines[1] and lines[1].rstrip().endswith("link-health.html"), lines[1]
+    assert usable(out)
+
+
 def test_a_generation_its_remover_left_is_deleted_by_the_next_run(bundle: Path) -> None:
     """A remover killed half-way leaves ``.NAME.tmp-PID-NS``: the next convert deletes it, the index stays."""
     left = bundle.parent / f".{bundle.name}.tmp-4242-1733000000000000000"

@@ -224,6 +224,25 @@ def test_the_marker_lists_every_file_written(template: Path) -> None:
     assert b.foreign_files(template, json.loads((template / b.MARKER).read_text("utf-8"))) == []
 
 
+def test_the_marker_lists_every_file_of_a_convert_that_starts_from_the_cache(tmp_path: Path) -> None:
+    """A convert seals its bundle with the files its run wrote (``convert._written``), not the stage listed: after
+    an edit, a new attachment, a note deleted and one added, the marker's list is still the bundle listed."""
+    vault, out = tmp_path / "vault", tmp_path / "bundle"
+    shutil.copytree(VAULT, vault)
+    convert(vault, out)
+    notes = sorted(vault.rglob("*.md"))
+    notes[0].write_text(notes[0].read_text("utf-8") + "\n![[map.png]]\n", "utf-8")
+    (notes[0].parent / "map.png").write_bytes(b"\x89PNG\r\n")
+    notes[1].unlink()
+    (vault / "New folder").mkdir()
+    (vault / "New folder" / "New note.md").write_text(f"# New\n\nSee [[{notes[2].stem}]].\n", "utf-8")
+    result = convert(vault, out)
+    assert 0 < result.reused < result.notes
+    files = json.loads((out / b.MARKER).read_text("utf-8"))["files"]
+    assert files == b.tree_files(out) and "concepts/New folder/New note.md" in files
+    assert any(f.endswith("map.png") for f in files)
+
+
 def test_index_refuses_while_a_killed_convert_holds_the_index_beside_the_bundle(bundle: Path) -> None:
     old = bundle.parent / ".bundle.tmp-4242"
     old.mkdir()

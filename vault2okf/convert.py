@@ -311,7 +311,7 @@ def _built(
         stage, present = b.recycle(out, spare) if recycling else (b.staging_dir(out), set())
         new_cache = run.write(stage, key, started, present)
         b.finish(stage, present)
-        files = b.seal(stage, _written(new_cache) if recycling else None)
+        files = b.seal(stage, _written(new_cache))
         new_cache.files[b.MARKER] = output_sig(stage / b.MARKER)
         save_cache(stage, new_cache, out)
     except BaseException:
@@ -321,9 +321,10 @@ def _built(
 
 
 def _written(cache: ConvertCache) -> list[str]:
-    """Every file a run put in its stage outside the state folder, from its cache (what ``bundle.tree_files`` of the
-    stage lists): each note's doc, the other files it wrote or linked (folder indexes, reports, SKILL.md, the
-    database) and the attachments it copied or linked."""
+    """Every file a run put in its stage outside the state folder, from its cache: what ``bundle.tree_files`` of the
+    stage lists, without listing it (0.2 s at 13k notes; a watcher's stage and a new one alike): each note's doc,
+    the other files it wrote or linked (folder indexes, reports, SKILL.md, the database) and the attachments it
+    copied or linked."""
     attachments = (f"{b.CONCEPTS}/{path}" for path in cache.attachments)
     return [*cache.docs, *(rel for rel in cache.files if rel != b.MARKER), *attachments]
 

@@ -194,6 +194,44 @@ def test_many_foreign_files_are_counted_and_the_first_ones_named(bundle: Path) -
         convert(VAULT, bundle)
 
 
+def test_the_listing_a_convert_saves_spares_the_next_its_scan_yet_no_foreign_file_passes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A convert saves its bundle's folders (``bundle.save_listing``): the next one, a fresh process, checks them
+    instead of listing every file. A file added in a folder deep in the bundle is still found, and a listing that
+    is damaged, or not the bundle's own (the marker written since), is never trusted: the bundle is listed."""
+    vault, out = tmp_path / "vault", tmp_path / "bundle"
+    shutil.copytree(VAULT, vault)
+    convert(vault, out)
+    listed: list[Path] = []
+    real = b.tree_files
+    monkeypatch.setattr(b, "tree_files", lambda root: listed.append(root) or real(root))
+    note = sorted(vault.rglob("*.md"))[0]
+    note.write_text(note.read_text("utf-8") + "\nA line.\n", "utf-8")
+    convert(vault, out)
+    assert listed == [] and b.read_listing(out) is not None
+    deep = max((p for p in (out / "concepts").rglob("*") if p.is_dir()), key=lambda p: len(p.parts))
+    (deep / "mine.md").write_text("# mine\n", "utf-8")
+    with pytest.raises(Vault2OkfError, match="1 file\\(s\\) that vault2okf did not write"):
+        convert(vault, out)
+    (deep / "mine.md").unlink()
+    listed.clear()
+    saved = (out / b.LISTING).read_bytes()
+    (out / b.LISTING).write_bytes(saved[:-1] + bytes([saved[-1] ^ 1]))  # one bit flipped
+    assert b.read_listing(out) is None
+    note.write_text(note.read_text("utf-8") + "\nAnother line.\n", "utf-8")
+    convert(vault, out)
+    assert listed == [out] and b.read_listing(out) is not None
+    stale = (out / b.LISTING).read_bytes()
+    marker = json.loads((out / b.MARKER).read_text("utf-8"))
+    (out / b.MARKER).write_text(json.dumps(marker, ensure_ascii=False) + "\n", "utf-8")  # the same bytes, rewritten
+    (out / "concepts" / "mine.md").write_text("# mine\n", "utf-8")
+    os.utime(out / "concepts", ns=(b.read_listing(out).folders["concepts"][0],) * 2)  # type: ignore[union-attr]
+    assert (out / b.LISTING).read_bytes() == stale
+    with pytest.raises(Vault2OkfError, match="concepts/mine.md"):
+        convert(vault, out)
+
+
 def test_a_marker_that_is_not_vault2okfs_is_not_a_bundle(tmp_path: Path) -> None:
     out = tmp_path / "mine"
     (out / b.STATE).mkdir(parents=True)

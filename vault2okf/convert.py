@@ -314,10 +314,20 @@ def _built(
         files = b.seal(stage, _written(new_cache))
         new_cache.files[b.MARKER] = output_sig(stage / b.MARKER)
         save_cache(stage, new_cache, out)
+        if not recycling:  # a watcher keeps its listing in memory (``Kept.listing``), made after the swap
+            _save_listing(stage, files)
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
         raise
     return run, stage, new_cache, files
+
+
+def _save_listing(stage: Path, files: list[str]) -> None:
+    """The sealed stage's folders (``bundle.Listing``), saved in it as late as can be (a folder changed shortly
+    before is listed again at each check), for the next convert's check for foreign files."""
+    found = b.listing(stage, files)
+    if found is not None:
+        b.save_listing(stage, found)
 
 
 def _written(cache: ConvertCache) -> list[str]:

@@ -836,7 +836,7 @@ def _records(path: str, links: tuple[Link, ...], checked: tuple[Resolution, ...]
     """``LinkRecord(path, link, resolution)`` for each link, its fields stored in its dict rather than by the frozen
     dataclass's ``__init__`` (one ``object.__setattr__`` a field), one item at a time (a third faster than one
     ``dict.update`` with keywords): a fresh one-edit convert makes one per link of the vault, 111k at 13k notes."""
-    new, out = object.__new__, []
+    new, out = object.__new__, list[LinkRecord]()
     add = out.append
     for lk, r in zip(links, checked, strict=True):
         record = new(LinkRecord)

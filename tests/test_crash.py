@@ -74,8 +74,9 @@ def run_and_kill(args: list[str], delay: float, env: dict[str, str] = ENV) -> bo
 
 def index_and_kill(bundle: Path, rng: random.Random) -> bool:
     """Index with the progress bar on and kill -9 the run: half the time in the imports or the model load (after
-    a random delay), half the time in the embedding, a moment after the bar reaches a random share of its
-    chunks (so the kill lands between two writes or inside one, whatever the machine's load).
+    a random delay, or as the bar first shows if that comes sooner), half the time in the embedding, a moment
+    after the bar reaches a random share of its chunks (so the kill lands between two writes or inside one,
+    whatever the machine's load).
     True when the run was still going when killed."""
     args = cli("index", bundle, "--embedder", "minilm")
     process = subprocess.Popen(args, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -83,7 +84,7 @@ def index_and_kill(bundle: Path, rng: random.Random) -> bool:
     share = rng.uniform(0.0, 0.95) if rng.random() < 0.5 else None
     watcher = threading.Thread(target=_watch_bar, args=(process, share, reached), daemon=True)
     watcher.start()
-    reached.wait(timeout=rng.uniform(0.5, 8.0) if share is None else 600)
+    reached.wait(timeout=rng.uniform(0.5, 8.0) if share is None else 600)  # no share: the bar's start at the latest
     time.sleep(rng.uniform(0.0, 0.3))
     killed = process.poll() is None
     if killed:
@@ -94,13 +95,15 @@ def index_and_kill(bundle: Path, rng: random.Random) -> bool:
 
 
 def _watch_bar(process: subprocess.Popen, share: float | None, reached: threading.Event) -> None:
-    """Read the run's stderr; set `reached` once the tqdm bar shows `share` of its chunks done (or at the end)."""
+    """Read the run's stderr; set `reached` once the tqdm bar shows `share` of its chunks done (or at the end).
+    With no share: as soon as the bar shows at all, the imports and the model load being over (a kill meant for
+    them lands there at the latest, however fast the machine runs just then)."""
     assert process.stderr is not None
     seen = b""
     while chunk := os.read(process.stderr.fileno(), 4096):
         seen = (seen + chunk)[-200:]
         bars = re.findall(rb"(\d+)/(\d+) \[", seen)
-        if share is not None and bars and int(bars[-1][0]) >= share * int(bars[-1][1]):
+        if bars and (share is None or int(bars[-1][0]) >= share * int(bars[-1][1])):
             reached.set()
     reached.set()
 

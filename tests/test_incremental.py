@@ -246,9 +246,8 @@ def test_the_hostile_vault_converts_incrementally(tmp_path: Path) -> None:
 
 
 def test_the_walk_digest_is_the_same_for_the_same_vault_in_any_process_and_moves_with_a_file(tmp_path: Path) -> None:
-    """``cache.walk_digest`` (marshal's version 0 of every file's path, signature and mtime): two walks of the same
-    vault give one digest, whatever strings of theirs are shared or interned, and a fresh process gives it too; a
-    file touched moves it."""
+    """``cache.walk_digest`` (every file's path, signature and mtime): two walks of the same vault give one digest,
+    whatever strings of theirs are shared or interned, and a fresh process gives it too; a file touched moves it."""
     from vault2okf.walk import walk_vault
 
     vault = tmp_path / "vault"

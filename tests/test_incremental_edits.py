@@ -243,6 +243,59 @@ def test_watch_keeps_its_state_and_gives_the_full_convert(tmp_path: Path, monkey
     assert moved >= 3, moved
 
 
+def test_watch_visits_only_the_touched_notes_yet_gives_the_full_convert(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rebuild told the paths its events named (``run.Loops``): the notes not touched keep the last run's work
+    where the edit changes no name, block id or link edge, and every other edit visits every note; either way the
+    bundle is the full convert's, the edits that reach another note's doc included (a block id, an alias), an
+    embed that brings an attachment, and a doc of the bundle edited by hand."""
+    vault, out = tmp_path / "vault", tmp_path / "inc"
+    (vault / "People").mkdir(parents=True)
+    notes = {
+        "A.md": "# A\n\nSee [[B#^blk]], [[C]] and [[Dee]].\n",
+        "B.md": "# B\n\nSome words.\n",
+        "C.md": "# C\n\nBack to [[A]].\n",
+        "People/D.md": "# D\n\nPlain text.\n",
+        **{f"People/P{i}.md": f"# P{i}\n\nOn [[C]] and [[P{i + 1}]].\n" for i in range(8)},
+    }
+    for rel, text in notes.items():
+        (vault / rel).write_text(text, "utf-8")
+    (vault / "pic.png").write_bytes(b"\x89PNG not really")
+    w, lines = _watcher(vault, out)
+    fast: list[bool] = []
+    real = run.Run._render_touched
+
+    def counting(self: run.Run) -> None:
+        fast.append(True)
+        real(self)
+
+    monkeypatch.setattr(run.Run, "_render_touched", counting)
+    d = vault / "People" / "D.md"
+    edits = [
+        (d, "# D\n\nPlain text, more of it.\n", True),  # text
+        (vault / "B.md", "# B\n\nSome words. ^blk\n", False),  # a block id A's link now finds: A's doc changes
+        (d, "# D\n\nPlain text with ![[pic.png]].\n", True),  # an embed: the attachment copied
+        (None, "", True),  # C's doc edited by hand in the bundle, then a text edit of D
+        (d, "---\naliases: [Dee]\n---\n# D\n\nPlain text with ![[pic.png]].\n", False),  # A's [[Dee]] resolves
+        (d, "---\naliases: [Dee]\n---\n# D\n\nNow [[B]].\n", False),  # a new edge: another graph
+        (d, "---\naliases: [Dee]\n---\n# D\n\nNow [[B]], still.\n", True),
+        (d, "---\naliases: [Dee]\ntitle: Dora\n---\n# D\n\nNow [[B]], still.\n", True),  # People/index.md
+    ]
+    for step, (note, text, visits_few) in enumerate(edits):
+        if note is None:
+            (out / "concepts" / "C.md").write_text("edited by hand\n", "utf-8")
+            note, text = d, d.read_text("utf-8") + "One more line.\n"
+        note.write_text(text, "utf-8")
+        fast.clear()
+        assert w.rebuild(1, [str(note)]), lines[-1]
+        assert w.kept.used and fast == [True] * visits_few, (step, fast)
+        assert w.bodies == bundle_notes(out), step
+        w.kept.settle()
+        _full_equal(vault, out, tmp_path, step)
+    w.kept.close()
+
+
 def test_kept_state_is_dropped_when_another_run_wrote_the_bundle(tmp_path: Path) -> None:
     """A convert by another process (here: another call) between two edits: the watcher's memory no longer
     describes the bundle, so it reads the bundle's own cache, and the bundle is still the full convert's."""

@@ -201,6 +201,8 @@ class Body:
     records: dict[str, tuple[Any, ...]] = field(default_factory=dict, compare=False, repr=False)
     resolver: tuple[str, Resolver] | None = field(default=None, compare=False, repr=False)
     applied: Applied | None = field(default=None, compare=False, repr=False)  # mentions' rules 4 and 5, per note
+    # in memory only: what a watcher's last run left for the next one's loops (``run.Loops``), taken by that run
+    loops: Any = field(default=None, compare=False, repr=False)
 
     def earlier(self) -> Earlier:
         """What unlinked mentions may reuse (``mentions.Earlier``)."""
@@ -243,20 +245,29 @@ def output_sig(path: str | Path) -> tuple[int, ...]:
 
 def walk_digest(walk: Walk) -> str:
     """Every file the walk found with its signature, and what it skipped, excluded and reported (the last walk's
-    remembered: a convert asks twice, when it checks the cache and when it saves the next)."""
+    remembered: a convert asks twice, when it checks the cache and when it saves the next). Each file's line is
+    the last walk's where the file is its very ``VaultFile`` at the same place (a watcher's walk, patched: 13k
+    lines made again for one edit cost more than the hash)."""
     last = _LAST_WALK[0]
     if last is not None and last[0] is walk:
         return last[1]
-    files = [(f.path, f.sig, f.mtime) for f in (*walk.notes, *walk.attachments)]
-    # marshal's version 0: the same bytes for the same values in any process (no references, which follow how
-    # often an object is shared, nor interned strings); half the time of a line formatted and hashed per file
-    data = marshal.dumps((files, walk.skipped, walk.excluded, repr(walk.problems)), 0)
-    digest = hashlib.sha256(data).hexdigest()
-    _LAST_WALK[0] = (walk, digest)
+    files = (*walk.notes, *walk.attachments)
+    if last is not None and len(last[2]) == len(files):
+        lines = [was if f is g else _walk_line(f) for f, g, was in zip(files, last[2], last[3], strict=True)]
+    else:
+        lines = list(map(_walk_line, files))
+    h = hashlib.sha256(b"".join(lines))
+    h.update(repr((walk.skipped, walk.excluded, walk.problems)).encode("utf-8", "surrogatepass"))
+    digest = h.hexdigest()
+    _LAST_WALK[0] = (walk, digest, files, lines)
     return digest
 
 
-_LAST_WALK: list[tuple[Walk, str] | None] = [None]
+def _walk_line(f: VaultFile) -> bytes:
+    return f"{f.path}\0{f.sig}\0{f.mtime!r}\n".encode("utf-8", "surrogatepass")
+
+
+_LAST_WALK: list[tuple[Walk, str, tuple[VaultFile, ...], list[bytes]] | None] = [None]
 
 
 def universe_digest(walk: Walk, aliases: dict[str, tuple[str, ...]]) -> str:

@@ -55,6 +55,7 @@ class ConvertResult:
     notices: tuple[str, ...] = ()  # what the user should know that is not about a note (a damaged cache)
     made: tuple[str, ...] | None = None  # the notes whose docs were made again (None: not known; unchanged: none)
     paths: tuple[str, ...] | None = None  # every note's vault path (None: not kept)
+    bodies: dict[str, str] | None = field(default=None, repr=False)  # the notes made again -> md5 of the body
     # what the convert made, held rather than freed with it (``Removal.DETACH``: the command, whose process ends
     # without freeing it)
     held: tuple[Any, ...] = field(default=(), repr=False, compare=False)
@@ -285,7 +286,7 @@ def _convert(
     return ConvertResult(
         out=out, notes=len(walk.notes), links=len(run.records), load_report=lambda: report, seconds=clock.total(),
         stages=clock.laps, reused=run.reused, known_totals=report.to_json()["totals"], notices=notices,
-        made=tuple(p for p in run.paths if p not in run.carried_set), paths=tuple(run.paths),
+        made=tuple(p for p in run.paths if p not in run.carried_set), paths=tuple(run.paths), bodies=run.bodies,
         held=(run, new_cache) if removal is Removal.DETACH else (),
     )  # fmt: skip
 

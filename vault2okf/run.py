@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import posixpath
+import stat
 import sys
 import time
 from collections import Counter
@@ -20,12 +21,14 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import cached_property
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
 from vault2okf import bundle as b
 from vault2okf.analytics import NoteAnalytics, analyse, as_tuple, from_tuple, frontmatter, graph_key
 from vault2okf.cache import (
+    RACY_NS,
     Body,
     ConvertCache,
     NoteState,
@@ -66,7 +69,7 @@ _LINK_BATCH = 5000  # links rows per insert: few statements, never every row in 
 _PATCH_MOST = 64  # notes made again beyond which okf.duckdb is written anew rather than the old one patched
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Reading:
     """What reading and parsing a note made: the problems of each, its links, block ids and body words."""
 
@@ -83,7 +86,7 @@ class Reading:
                    blocks=st.blocks, words=st.words, prose=st.prose)  # fmt: skip
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Fields:
     """A note's fields (``Meta``), what they were read from besides the note, and the problems reading them."""
 
@@ -97,13 +100,13 @@ class Fields:
         return cls(mtime=st.mtime, base=st.base, meta=st.meta, problems=st.meta_problems)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Resolved:
     resolutions: tuple[Resolution, ...]  # one per link, before ``check_blocks``
     problems: tuple[Problem, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Made:
     """A note's doc (without its text, which is in the bundle) and the problems of rewriting and rendering it."""
 
@@ -130,7 +133,7 @@ class _Doc:
     content: str | None
 
 
-@dataclass
+@dataclass(slots=True)  # a watcher keeps one a note between rebuilds (``Loops``): no dict each
 class NoteWork:
     """One note in this run: each step's result, made now or carried from ``reuse`` (the last convert's state)."""
 
@@ -180,6 +183,38 @@ class NoteWork:
         )  # fmt: skip
 
 
+@dataclass
+class Loops:
+    """What a run leaves for the next convert of the same process (``cache.Body.loops``, in memory only: a
+    watcher's), so that a rebuild whose walk is the last one patched (``convert.Kept.walk``: only the files its
+    events named looked at again) visits only the notes whose files may have changed (``Run.touched``) and takes
+    every other note's work as this run left it. The next run takes it (the body's is set to None), so a run that
+    fails leaves none and the one after it visits every note. Each note's work is whole, its ``reuse`` the state
+    the cache saved for it."""
+
+    root: str  # the bundle (``Run.out``)
+    walk: Walk
+    base: str  # ``Config.base``
+    works: dict[str, NoteWork]
+    aliases: dict[str, tuple[str, ...]]
+    blocks: dict[str, frozenset[str]]  # ``resolve.block_sets`` of every note
+    graph_key: str
+    analytics: dict[str, NoteAnalytics]
+    graph: dict[str, dict[str, Any]]  # each note's ``graph`` key
+    doc_of: dict[str, str]
+    collisions: list[tuple[str, Problem]]
+    used: frozenset[str]  # the attachments linked
+    doc_notes: list[str]  # each note, in the order of the cache's ``docs``...
+    doc_files: list[str]  # ... and its doc's absolute path in the bundle
+    problems: tuple[tuple[str, Problem], ...] | None  # ``Run.problems`` (None: not made)
+    doc_links: dict[str, str] | None  # concepts/<doc path> -> the doc in the bundle, each note's
+    keys: dict[str, Any] | None  # ``bundle.folder_keys`` of the docs
+    folder_notes: dict[str, tuple[str, ...]]  # folder -> the notes whose docs it holds, in order
+    docs: list[b.Doc] | None  # every note's doc, in order...
+    where: dict[str, int]  # ... each note's place in it
+    types: dict[str, int]  # docs of each type, most first
+
+
 class Run:
     """One convert: every note read, parsed, resolved and rendered, or its last result taken from ``old``."""
 
@@ -198,9 +233,17 @@ class Run:
         self.parsed: dict[str, Note] = {}
         self.files = {f.path: f for f in walk.notes}
         self.paths = [f.path for f in walk.notes]
+        loops = self.last.loops if self.last is not None else None
+        if self.last is not None:
+            self.last.loops = None  # taken: a run that fails leaves none behind
+        self.loops: Loops | None = loops if self.old is not None else None
+        self.touched = self._touched()  # None: every note is visited
         self._parse()
         clock.lap("parse")
-        self._resolve()
+        if self.touched is not None and not self._resolve_touched():
+            self._restart()
+        if self.touched is None:
+            self._resolve()
         clock.lap("resolve")
         self.analytics = self._analyse()
         clock.lap("graph")
@@ -208,10 +251,41 @@ class Run:
         clock.lap("carry")
 
     # -- reading ------------------------------------------------------------------------------------------
+    def _touched(self) -> list[str] | None:
+        """The notes whose files may have changed since the last run, whose ``Loops`` this run took: those the walk
+        found changed (the last walk patched: every other file is the very ``VaultFile`` it found) and the racy ones
+        (``ConvertCache.racy``), in the notes' order. None where the notes, the attachments' paths or the excluded
+        files are not the last run's, or there are no loops: every note is visited."""
+        loops, old = self.loops, self.old
+        if loops is None or old is None or loops.root != str(self.out) or loops.base != self.config.base:
+            return None
+        was, now = loops.walk, self.walk
+        if (len(was.notes), len(was.attachments), len(loops.works)) != (len(now.notes), len(now.attachments),
+                                                                        len(now.notes)):  # fmt: skip
+            return None
+        moved = (f is not g and f.path != g.path for f, g in zip(was.attachments, now.attachments, strict=True))
+        if was.excluded != now.excluded or any(moved):
+            return None
+        touched, racy = [], old.started_ns - RACY_NS
+        for f, g in zip(was.notes, now.notes, strict=True):
+            if f is not g and f != g:  # (a whole walk finds the same files anew)
+                if f.path != g.path:
+                    return None
+                touched.append(g.path)
+            elif len(g.sig) < 2 or g.sig[1] >= racy:
+                touched.append(g.path)
+        return touched
+
     def _parse(self) -> None:
         old = self.old.notes if self.old else {}
         todo: list[tuple[VaultFile, NoteState | None]] = []
-        for f in self.walk.notes:
+        if self.touched is None:
+            files: Iterable[VaultFile] = self.walk.notes
+        else:
+            assert self.loops is not None
+            self.works = self.loops.works  # every other note's work as the last run left it
+            files = [self.files[p] for p in self.touched]
+        for f in files:
             st = old.get(f.path)
             if st is not None and self.old is not None and st.sig == f.sig and not self.old.racy(f):
                 self.works[f.path] = NoteWork(sig=f.sig, content=st.content, reading=Reading.of(st), reuse=st)
@@ -228,7 +302,7 @@ class Run:
             self.parsed[f.path] = note
             reading = replace(read.reading, words=_interned(read.reading.words))
             self.works[f.path] = NoteWork(sig=f.sig, content=read.content, reading=reading, fields=read.fields)
-        for f in self.walk.notes:
+        for f in files:
             w = self.works[f.path]
             st = w.reuse
             if w.fields is not None:
@@ -299,7 +373,7 @@ class Run:
                 pairs = resolve_links_safe(resolver, path, w.reading.links, found)
                 w.resolved = Resolved(tuple(r for _, r in pairs), tuple(p for _, p in found))
         self.resolver = None if resolver is None else (self.universe, resolver)
-        blocks = block_sets((p, self.works[p].reading.blocks) for p in self.paths)
+        self.blocks = blocks = block_sets((p, self.works[p].reading.blocks) for p in self.paths)
         self.same_notes = self.old is not None and list(self.old.notes) == self.paths  # the last convert's, in order
         # ... each with the block ids of its state: the very block ids the last convert checked links against
         same_blocks = self.same_notes and all(self.works[p].reading.blocks == old_notes[p].blocks for p in self.paths)
@@ -338,6 +412,68 @@ class Run:
             # make the same edges: the graph of the cached analytics
             self.same_graph = all(_edges(old) == _edges(new) for old, new in self.changed)
 
+    def _resolve_touched(self) -> bool:
+        """``_resolve`` for the touched notes alone, every other note's resolutions and records the last run's:
+        where each touched note has its state's aliases and block ids (so the universe and every block check are
+        the last run's) and makes the same edges (so the link graph is the same). False where one does not: then
+        every note is visited (``_restart``)."""
+        assert self.loops is not None and self.old is not None and self.last is not None and self.touched is not None
+        loops, old_notes, touched = self.loops, self.old.notes, self.touched
+        for path in touched:
+            w, st = self.works[path], old_notes[path]
+            if w.meta.aliases != st.meta.aliases or w.reading.blocks != st.blocks:
+                return False
+        self.aliases, self.universe, self.blocks = loops.aliases, self.old.universe, loops.blocks
+        last = self.last.resolver
+        resolver: Resolver | None = last[1] if last is not None and last[0] == self.universe else None
+        kept = self.last.records
+        self.note_records = dict(kept)
+        self.changed = []
+        for path in touched:
+            w, st = self.works[path], old_notes[path]
+            links = w.reading.links
+            if w.reuse is not None:  # the content of its state
+                w.resolved = Resolved(w.reuse.resolved, w.reuse.resolve_problems)
+            elif (before := _resolved_before(links, st)) is not None:
+                w.resolved = Resolved(before, ())
+            else:
+                resolver = resolver or _resolver(self.paths, self.walk, self.aliases, self.config)
+                found: Problems = []
+                pairs = resolve_links_safe(resolver, path, links, found)
+                w.resolved = Resolved(tuple(r for _, r in pairs), tuple(p for _, p in found))
+            resolved = w.resolutions
+            if links is st.links and resolved is st.resolved and not st.inputs[2]:
+                checked = resolved
+            else:
+                checked = check_blocks(links, resolved, self.blocks)
+            w.missing_blocks = (
+                () if checked is resolved else tuple(i for i, r in enumerate(checked) if r is not resolved[i])
+            )
+            was = kept.get(path)
+            if was is None:
+                return False
+            if was[0] is links and was[1] is checked:
+                records = was[2]
+            else:
+                records = _records(path, links, checked)
+                if _edges(was[2]) != _edges(records):
+                    return False  # another link graph: its analytics, and every doc's ``graph`` key, may change
+            self.note_records[path] = (links, checked, records)
+            if not (links is st.links and resolved is st.resolved and w.missing_blocks == st.inputs[2]):
+                self.changed.append((_records_of(path, st), records))
+        self.resolver = None if resolver is None else (self.universe, resolver)
+        self.records = list(chain.from_iterable(r for _, _, r in self.note_records.values()))
+        self.same_notes = self.same_graph = True
+        return True
+
+    def _restart(self) -> None:
+        """Every note visited after all (``_resolve_touched`` declined): each note not touched given the work
+        ``_parse`` gives a note whose file is its state's."""
+        assert self.old is not None and self.touched is not None
+        old, touched = self.old.notes, frozenset(self.touched)
+        self.works = {p: self.works[p] if p in touched else _from_state(old[p]) for p in self.paths}
+        self.touched = None
+
     def _moved_aliases(self) -> frozenset[str] | None:
         """Where only aliases changed since the last convert (the same notes, attachments and excluded files): the
         alias keys (as ``Resolver`` folds them) whose notes changed. A link naming none of them resolves as
@@ -352,6 +488,9 @@ class Run:
     def _render(self) -> None:
         """Doc paths (collisions moved aside and reported), then each note's doc: carried from the old bundle
         when everything it was made from is the same and the old file is as written, else made again."""
+        if self.touched is not None:
+            self._render_touched()
+            return
         doc_of, self.collisions = self._doc_paths()
         used = frozenset(r.resolution.path or "" for r in self.records if r.resolution.status is Status.ATTACHMENT)
         doc_of.update({a.path: a.path for a in self.walk.attachments if a.path in used})
@@ -376,6 +515,47 @@ class Run:
         self.reused = len(self.carried)
         self.carried_set = frozenset(self.carried)
 
+    def _render_touched(self) -> None:
+        """``_render`` for the touched notes alone: the same notes, universe and graph as the last run (so the same
+        doc paths, and each other note's doc made from what it was), every other note carried as it was unless its
+        doc in the old bundle is not as written."""
+        assert self.loops is not None and self.old is not None and self.last is not None and self.touched is not None
+        loops, kept = self.loops, self.last.records
+        self.collisions, self.graph = loops.collisions, loops.graph
+        doc_of, used = loops.doc_of, loops.used
+        attached = Status.ATTACHMENT
+        if any(r.resolution.status is attached for p in self.touched for r in (*kept[p][2], *self.note_records[p][2])):
+            used = frozenset(r.resolution.path or "" for r in self.records if r.resolution.status is attached)
+            if used == loops.used:
+                used = loops.used
+            else:
+                doc_of = {p: loops.doc_of[p] for p in self.paths}
+                doc_of.update({a.path: a.path for a in self.walk.attachments if a.path in used})
+        self.doc_of, self.used = doc_of, used
+        remade = set()
+        for path in self.touched:
+            w = self.works[path]
+            st = w.reuse
+            if st is not None and w.resolutions is st.resolved and w.missing_blocks == st.inputs[2]:
+                w.inputs = st.inputs
+            else:
+                targets = tuple(doc_of.get(r.path) for r in w.resolutions if r.path)
+                w.inputs = (doc_of[path], targets, w.missing_blocks, tuple(self.graph[path].items()))
+            if st is not None and self._carries(w, st):
+                w.made = Made(doc=st.doc, rewrite_problems=st.rewrite_problems, doc_problems=st.doc_problems)
+            else:
+                w.made = None
+                remade.add(path)
+        self.remade = remade
+        now = _output_sigs(loops.doc_files)
+        for path, sig, was in zip(loops.doc_notes, now, self.old.docs.values(), strict=True):
+            if sig != was and path not in remade:  # its doc in the old bundle is not as written: made again
+                self.works[path].made = None
+                remade.add(path)
+        self.carried = [p for p in self.paths if p not in remade]
+        self.reused = len(self.carried)
+        self.carried_set = frozenset(self.carried)
+
     def _doc_paths(self) -> tuple[dict[str, str], list[tuple[str, Problem]]]:
         """``names.assign_doc_paths``: the last convert's where its notes are these, in the same order (a function
         of them alone; each state keeps its doc path, the cache the collisions), else assigned now."""
@@ -387,6 +567,10 @@ class Run:
 
     def _analyse(self) -> dict[str, NoteAnalytics]:
         """The graph analytics: the last convert's while the graph is the same (``analytics.graph_key``)."""
+        if self.touched is not None:  # the same graph (``_resolve_touched``): the very analytics of the last run
+            assert self.loops is not None
+            self.graph_key = self.loops.graph_key
+            return self.loops.analytics
         if self.last is not None and self.last.graph[0] and self.same_graph:  # a watcher's: no digest to make
             self.graph_key = self.last.graph[0]
             return {p: from_tuple(p, t) for p, t in self.last.graph[1].items()}
@@ -409,11 +593,13 @@ class Run:
         b.make_folders(stage, [f"{b.CONCEPTS}/{self.doc_of[p]}" for p in todo])
         self.stage = str(stage)
         self.writer: b.Writer | None = None
+        self.bodies: dict[str, str] = {}  # each doc made: md5 of its concepts row's body, as ``watch`` reads them
         done = 0
         for chunk in parallel_chunks(self._make_doc, todo, self._written):
             for path, made in zip(todo[done : done + len(chunk)], chunk, strict=True):
                 w = self.works[path]
                 w.made, w.content = made.made, made.content
+                self.bodies[path] = hashlib.md5(made.row.body.encode("utf-8", "surrogatepass")).hexdigest()
                 self.parsed.pop(path, None)  # its row holds what the database needs: the note need not stay
             rows([made.row for made in chunk])
             done += len(chunk)
@@ -457,8 +643,25 @@ class Run:
         collided: dict[str, list[Problem]] = {}
         for path, problem in self.collisions:
             collided.setdefault(path, []).append(problem)
+        loops = self.loops
+        if (
+            self.touched is not None and loops is not None and loops.problems is not None
+            and not self.walk.problems and not loops.walk.problems
+        ):  # fmt: skip
+            # the last run's, each note touched or made again with its problems of now (the same collisions)
+            changed = {*self.touched, *self.remade}
+            works = self.works
+            now = [(p, pr) for p in self.paths if p in changed for pr in works[p].problems(tuple(collided.get(p, ())))]
+            was = [item for item in loops.problems if item[0] in changed]
+            if was == now:
+                self.made_problems = loops.problems
+            else:
+                kept = [item for item in loops.problems if item[0] not in changed]
+                self.made_problems = tuple(sorted([*kept, *now], key=_by_path))
+            return self.made_problems
         notes = [(p, pr) for p in self.paths for pr in self.works[p].problems(tuple(collided.get(p, ())))]
-        return tuple(sorted([*self.walk.problems, *notes], key=_by_path))
+        self.made_problems = tuple(sorted([*self.walk.problems, *notes], key=_by_path))
+        return self.made_problems
 
     @cached_property
     def found(self) -> Found:
@@ -596,8 +799,10 @@ class Run:
         """The links rows of the notes not carried, a batch at a time, and the database finished."""
         carried = self.carried_set
         batch: list[LinkRow] = []
-        for r in self.records:
-            if r.source not in carried:
+        for path in self.paths:
+            if path in carried:
+                continue
+            for r in self.note_records[path][2]:  # ``records``, a note at a time
                 batch.append(link_row(r, self.doc_of))
                 if len(batch) >= _LINK_BATCH:
                     database.links(batch)
@@ -625,14 +830,25 @@ class Run:
         files: dict[str, str | bytes] = {}
         links_from: dict[str, str] = {}
         old_root = str(self.out)
-        docs = [self.works[p].doc for p in self.paths]
-        for path in self.carried:
-            rel = f"{b.CONCEPTS}/{self.works[path].doc.doc_path}"
-            links_from[rel] = f"{old_root}/{rel}"
+        loops = self.loops if self.touched is not None else None
+        docs, types = self._docs(loops)
+        if loops is not None and loops.doc_links is not None:  # every note's doc but those made again
+            links_from = dict(loops.doc_links)
+            for path in self.remade:
+                del links_from[f"{b.CONCEPTS}/{doc_of[path]}"]
+        else:
+            for path in self.carried:
+                rel = f"{b.CONCEPTS}/{self.works[path].doc.doc_path}"
+                links_from[rel] = f"{old_root}/{rel}"
         attachment_folders = {posixpath.dirname(p) for p in used if p}
         indexes: list[str] = []
-        old_keys, todo = self._old_folder_keys(vault.name), dict[str, b.IndexKey]()
-        for folder, index_key in b.folder_keys(docs, vault.name, attachment_folders).items():
+        todo = dict[str, b.IndexKey]()
+        if loops is not None and loops.keys is not None and used is loops.used:
+            old_keys, self.index_keys = self._folder_keys_touched(loops, loops.keys)
+        else:
+            old_keys = self._old_folder_keys(vault.name)
+            self.index_keys = b.folder_keys(docs, vault.name, attachment_folders)
+        for folder, index_key in self.index_keys.items():
             rel = posixpath.join(b.CONCEPTS, folder, "index.md")
             indexes.append(rel)
             if old_keys.get(folder) == index_key and self._as_written(rel):  # made from the same docs: linked
@@ -642,7 +858,6 @@ class Run:
         for folder, text in b.folder_texts(todo, self.report_memo.indexes).items():
             files[posixpath.join(b.CONCEPTS, folder, "index.md")] = text
         files["index.md"] = b.root_index(vault.name)
-        types = dict(Counter(d.type for d in docs).most_common())
         data = report.to_json()
         files["SKILL.md"] = skill_text(vault.name, vault.name, types, data["totals"], folders=data["types"])
         renamed = {p: f"{b.CONCEPTS}/{d}" for p, d in doc_of.items() if d != p}
@@ -689,6 +904,32 @@ class Run:
         self.copied = b.write_tree(stage, files, copies, links_from, present=self.present)
         self.linked = frozenset(links_from) - self.copied  # the very files of the old bundle
         return [*written, b.MARKER]
+
+    def _docs(self, loops: Loops | None) -> tuple[list[b.Doc], dict[str, int]]:
+        """Every note's doc, and how many docs of each type (most first): the last run's, each doc made again in
+        its place, where its loops were followed."""
+        if loops is not None and loops.docs is not None:
+            docs, where = list(loops.docs), loops.where
+            for path in self.remade:
+                docs[where[path]] = self.works[path].doc
+            if all(docs[where[p]].type == loops.docs[where[p]].type for p in self.remade):
+                self.docs_made, self.types = docs, loops.types
+                return docs, loops.types
+        else:
+            docs = [self.works[p].doc for p in self.paths]
+        self.docs_made, self.types = docs, dict(Counter(d.type for d in docs).most_common())
+        return docs, self.types
+
+    def _folder_keys_touched(
+        self, loops: Loops, keys: dict[str, b.IndexKey]
+    ) -> tuple[dict[str, b.IndexKey], dict[str, b.IndexKey]]:
+        """The old and new ``bundle.folder_keys`` where the last run's loops were followed: the same notes, doc
+        paths and attachments, so the last run's keys, with each folder of a doc made again keyed anew."""
+        new = dict(keys)
+        for folder in {self.doc_of[p].rpartition("/")[0] for p in self.remade}:
+            _, subs, title = keys[folder]
+            new[folder] = (tuple(self.works[p].doc for p in loops.folder_notes[folder]), subs, title)
+        return keys, new
 
     def _old_folder_keys(self, title: str) -> dict[str, b.IndexKey]:
         """What each folder's ``index.md`` of the old bundle was made from (``bundle.folder_keys``), from the last
@@ -737,8 +978,11 @@ class Run:
         )
 
     def _cache(self, stage: Path, key: str, started: int, files: list[str]) -> ConvertCache:
-        notes, root, carried = {}, str(stage), self.carried_set
-        for path in self.paths:
+        root, carried = str(stage), self.carried_set
+        visit = self._changed_states()
+        old = self.old
+        notes = {} if visit is None or old is None else dict(old.notes)
+        for path in self.paths if visit is None else visit:
             w = self.works[path]
             doc = w.doc
             rel = f"{b.CONCEPTS}/{doc.doc_path}"
@@ -750,12 +994,26 @@ class Run:
                 notes[path] = w.reuse  # every part the very one of its state: no state made, none compared
                 continue
             state = w.state(doc if not doc.text else replace(doc, text=""), output)
-            notes[path] = w.reuse if w.reuse is not None and w.reuse == state else state  # the base's, if it was
-        docs = {f"{b.CONCEPTS}/{s.doc.doc_path}": s.output for s in notes.values()}
-        others = {rel: output_sig(os.path.join(root, rel)) for rel in files if rel not in docs}
+            notes[path] = w.reuse = w.reuse if w.reuse is not None and w.reuse == state else state  # the base's
+        if visit is None or old is None:
+            docs = {f"{b.CONCEPTS}/{s.doc.doc_path}": s.output for s in notes.values()}
+            contents = {p: s.content for p, s in notes.items()}
+        else:  # the same doc paths as the last run's (``_render_touched``)
+            docs, contents = dict(old.docs), dict(old.contents)
+            for path in visit:
+                st = notes[path]
+                docs[f"{b.CONCEPTS}/{st.doc.doc_path}"], contents[path] = st.output, st.content
+        # a file linked from the old bundle is the very file (inode, size, mtime) whose signature was checked
+        linked, was = self.linked, self.prior.files if self.prior is not None else {}
+        others = {
+            rel: was[rel] if rel in linked and rel in was else output_sig(os.path.join(root, rel))
+            for rel in files
+            if rel not in docs
+        }
         others[DATABASE] = output_sig(os.path.join(root, DATABASE))
         copied = [a for a in self.walk.attachments if a.path in self.used]
-        attachments = {a.path: (a.sig, output_sig(os.path.join(root, b.CONCEPTS, a.path))) for a in copied}
+        old_copies = self.prior.attachments if self.prior is not None else {}
+        attachments = {a.path: (a.sig, self._copy_sig(root, a.path, old_copies.get(a.path))) for a in copied}
         report = self.report
         data = report.to_json()
         broken = {entry["target"] for entry in data["broken"]}
@@ -764,7 +1022,7 @@ class Run:
         body = Body(
             notes=notes, problems=report.problems, types=report.types, variants=report.variants, near=self.near,
             suggested=suggested, suggest_key=self.suggest_key, names=self.found.keys,
-            graph=(self.graph_key, {p: as_tuple(a) for p, a in self.analytics.items()}), tally=self.tally,
+            graph=self._graph_saved(), tally=self.tally,
             collisions=tuple((p, problem.message) for p, problem in self.collisions),
             name_index=None if self.found.applied is None else (dict(self.found.applied.index),
                                                                 self.found.applied.capital),
@@ -772,12 +1030,13 @@ class Run:
             base_notes=last.base_notes if last else {},
             records=self.note_records, resolver=self.resolver, applied=self.found.applied,
         )  # fmt: skip
+        body.loops = self._loops(notes, docs)
         return ConvertCache(
             key=key,
             started_ns=started,
             walk=walk_digest(self.walk),
             universe=self.universe,
-            contents={p: s.content for p, s in notes.items()},
+            contents=contents,
             attachments=attachments,
             files=others,
             docs=docs,
@@ -785,6 +1044,55 @@ class Run:
             body=lambda: body,
             digests=self.digests,
         )
+
+    def _copy_sig(self, root: str, path: str, was: tuple[tuple[int, ...], tuple[int, ...]] | None) -> tuple[int, ...]:
+        """The signature of an attachment's copy in the stage: the old one's where it was linked from the old
+        bundle (checked then), else read."""
+        rel = f"{b.CONCEPTS}/{path}"
+        if was is not None and rel in self.linked:
+            return was[1]
+        return output_sig(os.path.join(root, rel))
+
+    def _changed_states(self) -> list[str] | None:
+        """The notes whose state may not be the one the cache has (``_cache``), where the last run's ``Loops`` were
+        followed: the touched notes, those made again and those whose mentions' hits changed, in the notes' order;
+        None where every note is to be looked at."""
+        if self.touched is None or self.old is None or any(rel in self.old.docs for rel in self.copied):
+            return None
+        special = frozenset(self.touched) | frozenset(p for p in self.paths if p not in self.carried_set)
+        return [p for p, w in self.works.items() if p in special or w.reuse is None or w.hits is not w.reuse.hits]
+
+    def _graph_saved(self) -> tuple[str, dict[str, tuple[Any, ...]]]:
+        """``Body.graph``: the last run's where the analytics are its very ones."""
+        last = self.last
+        if self.touched is not None and last is not None and last.graph[0] == self.graph_key:
+            return last.graph
+        return self.graph_key, {p: as_tuple(a) for p, a in self.analytics.items()}
+
+    def _loops(self, notes: dict[str, NoteState], docs: dict[str, tuple[int, ...]]) -> Loops | None:
+        """What this run leaves for the next one's loops (``Loops``), each note's ``reuse`` its new state."""
+        if self.touched is not None and self.loops is not None:
+            loops = self.loops
+            doc_notes, doc_files, doc_links = loops.doc_notes, loops.doc_files, loops.doc_links
+            folder_notes, where = loops.folder_notes, loops.where
+        else:
+            where = {p: i for i, p in enumerate(self.paths)}
+            doc_notes, doc_files = list(notes), [f"{self.out}/{rel}" for rel in docs]
+            doc_links = dict(zip(docs, doc_files, strict=True))
+            by_folder: dict[str, list[str]] = {}
+            for path in self.paths:
+                by_folder.setdefault(self.doc_of[path].rpartition("/")[0], []).append(path)
+            folder_notes = {folder: tuple(paths) for folder, paths in by_folder.items()}
+        if len(doc_notes) != len(docs) or len(notes) != len(self.paths):
+            return None
+        return Loops(
+            root=str(self.out), walk=self.walk, base=self.config.base, works=self.works, aliases=self.aliases,
+            blocks=self.blocks, graph_key=self.graph_key, analytics=self.analytics, graph=self.graph,
+            doc_of=self.doc_of, collisions=self.collisions, used=self.used, doc_notes=doc_notes, doc_files=doc_files,
+            problems=getattr(self, "made_problems", None), doc_links=doc_links, keys=getattr(self, "index_keys", None),
+            folder_notes=folder_notes, docs=getattr(self, "docs_made", None), where=where,
+            types=getattr(self, "types", {}),
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -805,6 +1113,24 @@ def _as_kept(w: NoteWork, st: NoteState, output: tuple[int, ...]) -> bool:
         and m.doc is st.doc and m.rewrite_problems is st.rewrite_problems and m.doc_problems is st.doc_problems
         and w.hits is st.hits and w.sig == st.sig and w.content == st.content and output == st.output
     )  # fmt: skip
+
+
+def _output_sigs(files: list[str]) -> list[tuple[int, ...]]:
+    """``output_sig`` of each file, in one loop (a watcher's rebuild checks every doc of the bundle so)."""
+    lstat, regular, sigs = os.lstat, stat.S_ISREG, list[tuple[int, ...]]()
+    for file in files:
+        try:
+            info = lstat(file)
+        except OSError:
+            sigs.append(())
+            continue
+        sigs.append((info.st_size, info.st_mtime_ns, info.st_ino) if regular(info.st_mode) else ())
+    return sigs
+
+
+def _from_state(st: NoteState) -> NoteWork:
+    """A note's work where its file is the one ``st`` read (``Run._parse``)."""
+    return NoteWork(sig=st.sig, content=st.content, reading=Reading.of(st), reuse=st, fields=Fields.of(st))
 
 
 def _edges(records: Iterable[LinkRecord]) -> list[tuple[str, str]]:

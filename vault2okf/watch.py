@@ -94,21 +94,34 @@ def bundle_notes(out: Path, only: Iterable[str] | None = None) -> dict[str, str]
 
 def notes_after(out: Path, before: dict[str, str], result: ConvertResult, kept: bool) -> dict[str, str]:
     """``bundle_notes(out)`` after ``result``, read only for the notes it made again where ``before`` is the
-    bundle it started from (``kept``: this process wrote it last): a carried note's row is the one before."""
+    bundle it started from (``kept``: this process wrote it last): a carried note's row is the one before, a note
+    made again has the body the convert hashed as DuckDB's ``md5`` does (``ConvertResult.bodies``), else read."""
     if not kept or result.made is None or (result.paths is None and not result.unchanged):
         return bundle_notes(out)
     if result.unchanged:
         return before
     assert result.paths is not None
-    made = set(result.made)
+    made, bodies = set(result.made), result.bodies
+    if bodies is not None and made.issubset(bodies) and before.keys() == set(result.paths):  # the same notes
+        after = dict(before)
+        after.update((p, bodies[p]) for p in result.made)
+        return after
     after = {p: before[p] for p in result.paths if p not in made and p in before}
     if len(after) + len(made) != len(result.paths):  # a carried note the last read did not have: read them all
         return bundle_notes(out)
-    after.update(bundle_notes(out, result.made) if made else {})
+    bodies = result.bodies
+    if bodies is not None and made.issubset(bodies):
+        after.update((p, bodies[p]) for p in result.made)
+    else:
+        after.update(bundle_notes(out, result.made) if made else {})
     return after
 
 
-def diff_notes(before: dict[str, str], after: dict[str, str]) -> Changes:
+def diff_notes(before: dict[str, str], after: dict[str, str], only: Iterable[str] | None = None) -> Changes:
+    """What changed from ``before`` to ``after``; ``only``: the notes whose bodies may differ, where every other
+    note's is the one before (``notes_after`` of a convert that made them alone)."""
+    if only is not None and before.keys() == after.keys():
+        return Changes(changed=tuple(sorted(p for p in set(only) if before[p] != after[p])))
     added = sorted(set(after) - set(before))
     removed = sorted(set(before) - set(after))
     changed = sorted(p for p in set(before) & set(after) if before[p] != after[p])
@@ -292,7 +305,8 @@ class Watcher:
                 return False
             self.unchecked = time.monotonic() if self.kept.patched else None
             self.bodies = notes_after(self.out, before, result, self.kept.used)
-            changes = diff_notes(before, self.bodies)
+            made = result.made if self.kept.used and result.bodies is not None else None
+            changes = diff_notes(before, self.bodies, made)
             problems = _problems(result)
             new = problems - self.problems
             self.problems = problems

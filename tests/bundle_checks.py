@@ -9,6 +9,7 @@ from urllib.parse import unquote
 
 import duckdb
 
+from vault2okf.bundle import LISTING
 from vault2okf.cache import BASE as CACHE_BASE
 from vault2okf.cache import NAME as CACHE_NAME
 
@@ -32,9 +33,9 @@ def dangling_links(bundle: Path) -> list[str]:
 
 
 def tree_hashes(root: Path, skip: tuple[str, ...] = ()) -> dict[str, str]:
-    """sha256 of every file under ``root`` (relative path -> digest), skipping names in ``skip`` and the
-    convert cache and its base of states (state that records file times and inodes, not content)."""
-    skip = (*skip, CACHE_NAME, CACHE_BASE)
+    """sha256 of every file under ``root`` (relative path -> digest), skipping names in ``skip``, the convert cache
+    and its base of states, and the bundle's listing (state that records file times and inodes, not content)."""
+    skip = (*skip, CACHE_NAME, CACHE_BASE, LISTING.rsplit("/", 1)[1])
     return {
         p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
         for p in sorted(root.rglob("*"))

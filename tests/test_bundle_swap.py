@@ -194,6 +194,44 @@ def test_many_foreign_files_are_counted_and_the_first_ones_named(bundle: Path) -
         convert(VAULT, bundle)
 
 
+def test_the_listing_a_convert_saves_spares_the_next_its_scan_yet_no_foreign_file_passes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A convert saves its bundle's folders (``bundle.save_listing``): the next one, a fresh process, checks them
+    instead of listing every file. A file added in a folder deep in the bundle is still found, and a listing that
+    is damaged, or not the bundle's own (the marker written since), is never trusted: the bundle is listed."""
+    vault, out = tmp_path / "vault", tmp_path / "bundle"
+    shutil.copytree(VAULT, vault)
+    convert(vault, out)
+    listed: list[Path] = []
+    real = b.tree_files
+    monkeypatch.setattr(b, "tree_files", lambda root: listed.append(root) or real(root))
+    note = sorted(vault.rglob("*.md"))[0]
+    note.write_text(note.read_text("utf-8") + "\nA line.\n", "utf-8")
+    convert(vault, out)
+    assert listed == [] and b.read_listing(out) is not None
+    deep = max((p for p in (out / "concepts").rglob("*") if p.is_dir()), key=lambda p: len(p.parts))
+    (deep / "mine.md").write_text("# mine\n", "utf-8")
+    with pytest.raises(Vault2OkfError, match="1 file\\(s\\) that vault2okf did not write"):
+        convert(vault, out)
+    (deep / "mine.md").unlink()
+    listed.clear()
+    saved = (out / b.LISTING).read_bytes()
+    (out / b.LISTING).write_bytes(saved[:-1] + bytes([saved[-1] ^ 1]))  # one bit flipped
+    assert b.read_listing(out) is None
+    note.write_text(note.read_text("utf-8") + "\nAnother line.\n", "utf-8")
+    convert(vault, out)
+    assert listed == [out] and b.read_listing(out) is not None
+    stale = (out / b.LISTING).read_bytes()
+    marker = json.loads((out / b.MARKER).read_text("utf-8"))
+    (out / b.MARKER).write_text(json.dumps(marker, ensure_ascii=False) + "\n", "utf-8")  # the same bytes, rewritten
+    (out / "concepts" / "mine.md").write_text("# mine\n", "utf-8")
+    os.utime(out / "concepts", ns=(b.read_listing(out).folders["concepts"][0],) * 2)  # type: ignore[union-attr]
+    assert (out / b.LISTING).read_bytes() == stale
+    with pytest.raises(Vault2OkfError, match="concepts/mine.md"):
+        convert(vault, out)
+
+
 def test_a_marker_that_is_not_vault2okfs_is_not_a_bundle(tmp_path: Path) -> None:
     out = tmp_path / "mine"
     (out / b.STATE).mkdir(parents=True)
@@ -222,6 +260,25 @@ def test_the_marker_lists_every_file_written(template: Path) -> None:
     files = json.loads((template / b.MARKER).read_text("utf-8"))["files"]
     assert files == b.tree_files(template) and {"SKILL.md", "okf.duckdb", "concepts/index.md"} <= set(files)
     assert b.foreign_files(template, json.loads((template / b.MARKER).read_text("utf-8"))) == []
+
+
+def test_the_marker_lists_every_file_of_a_convert_that_starts_from_the_cache(tmp_path: Path) -> None:
+    """A convert seals its bundle with the files its run wrote (``convert._written``), not the stage listed: after
+    an edit, a new attachment, a note deleted and one added, the marker's list is still the bundle listed."""
+    vault, out = tmp_path / "vault", tmp_path / "bundle"
+    shutil.copytree(VAULT, vault)
+    convert(vault, out)
+    notes = sorted(vault.rglob("*.md"))
+    notes[0].write_text(notes[0].read_text("utf-8") + "\n![[map.png]]\n", "utf-8")
+    (notes[0].parent / "map.png").write_bytes(b"\x89PNG\r\n")
+    notes[1].unlink()
+    (vault / "New folder").mkdir()
+    (vault / "New folder" / "New note.md").write_text(f"# New\n\nSee [[{notes[2].stem}]].\n", "utf-8")
+    result = convert(vault, out)
+    assert 0 < result.reused < result.notes
+    files = json.loads((out / b.MARKER).read_text("utf-8"))["files"]
+    assert files == b.tree_files(out) and "concepts/New folder/New note.md" in files
+    assert any(f.endswith("map.png") for f in files)
 
 
 def test_index_refuses_while_a_killed_convert_holds_the_index_beside_the_bundle(bundle: Path) -> None:
@@ -269,6 +326,25 @@ def test_a_detached_removal_leaves_the_old_generation_to_a_child(bundle: Path, m
     while siblings(bundle) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert siblings(bundle) == []
+
+
+def test_the_console_command_ends_its_process_with_its_output_and_bundle_whole(tmp_path: Path) -> None:
+    """The console command (``vault2okf.cli.main``) ends its process without freeing what the convert made
+    (``cli.convert._end``): its summary still reaches a pipe whole, it exits 0, the bundle is in place with its
+    cache, and the next convert after an edit starts from that cache."""
+    vault, out = tmp_path / "vault", tmp_path / "bundle"
+    shutil.copytree(VAULT, vault)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # its output buffered, as in a pipe
+    lines = []
+    for _ in range(2):
+        done = subprocess.run([CLI, "convert", vault, "-o", out], capture_output=True, text=True, timeout=300, env=env)
+        assert done.returncode == 0, done.stderr
+        lines.append(done.stdout)
+        note = sorted(vault.rglob("*.md"))[0]
+        note.write_text(note.read_text("utf-8") + "\nOne more line.\n", "utf-8")
+    assert "all converted" in lines[0] and lines[0].rstrip().endswith("link-health.html"), lines[0]
+    assert "1 converted" in lines[1] and lines[1].rstrip().endswith("link-health.html"), lines[1]
+    assert usable(out)
 
 
 def test_a_generation_its_remover_left_is_deleted_by_the_next_run(bundle: Path) -> None:

@@ -243,3 +243,24 @@ def test_the_hostile_vault_converts_incrementally(tmp_path: Path) -> None:
     target = ordinary[0]
     target.write_bytes(target.read_bytes() + b"\n[[Another Missing Note]] \xff\n")  # a bad byte too
     assert not twin.check().unchanged
+
+
+def test_the_walk_digest_is_the_same_for_the_same_vault_in_any_process_and_moves_with_a_file(tmp_path: Path) -> None:
+    """``cache.walk_digest`` (every file's path, signature and mtime): two walks of the same vault give one digest,
+    whatever strings of theirs are shared or interned, and a fresh process gives it too; a file touched moves it."""
+    from vault2okf.walk import walk_vault
+
+    vault = tmp_path / "vault"
+    shutil.copytree(VAULTS / "children-of-ash", vault)
+    first, second = walk_vault(vault), walk_vault(vault)
+    for f in second.notes:
+        sys.intern(f.path)
+    digest = cache.walk_digest(first)
+    assert cache.walk_digest(second) == digest
+    code = "import sys; from pathlib import Path; from vault2okf import cache; from vault2okf.walk import walk_vault; "
+    code += "print(cache.walk_digest(walk_vault(Path(sys.argv[1]))))"
+    done = subprocess.run([sys.executable, "-c", code, str(vault)], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == digest
+    note = first.notes[0].abs_path
+    os.utime(note, ns=(note.stat().st_atime_ns, note.stat().st_mtime_ns + 1_000_000))
+    assert cache.walk_digest(walk_vault(vault)) != digest

@@ -12,6 +12,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from growth import assert_linear
+from test_incremental import Twin
 from typer.testing import CliRunner
 
 from vault2okf import mentions as m
@@ -348,3 +349,112 @@ def test_earlier_hits_are_reused_only_where_they_still_hold(monkeypatch: pytest.
     edited = _note("Trip.md", "Now to Kanda.\n")
     again([isle, tom, diary, edited], third)  # an edit: that note alone
     assert seen == [edited.prose]
+
+
+TOWNS = ["Mira", "Tovan", "Oskar", "Selka", "Brann", "Corvin", "Dasha", "Fenna", "Garrow", "Halde"]
+FILLER = ["the", "road", "went", "past", "river", "mill", "nobody", "while", "and", "old"]
+
+
+def _random_prose(rng: random.Random) -> str:
+    """A few lines naming towns, capitalised or in lower case (rule 5), some as two words ("Mira Selka")."""
+    lines = []
+    for _ in range(rng.randrange(1, 4)):
+        words = rng.sample(FILLER, 4)
+        for _ in range(rng.randrange(1, 3)):
+            town = rng.choice(TOWNS)
+            town = town.lower() if rng.random() < 0.2 else town
+            words.insert(rng.randrange(len(words) + 1), f"{town} {rng.choice(TOWNS)}" if rng.random() < 0.2 else town)
+        lines.append(" ".join(words))
+    return "\n".join(lines) + "\n"
+
+
+def _random_edit(rng: random.Random, notes: dict[str, NoteNames], step: int) -> None:
+    """One edit: prose, a link added or dropped, an alias that comes or goes (a name shared by two notes, a
+    capital that flips), a note added or deleted."""
+    path = rng.choice(sorted(notes))
+    note = notes[path]
+    kind = rng.choice(["prose", "prose", "prose", "link", "alias", "alias", "add", "delete"])
+    if kind == "prose":
+        notes[path] = NoteNames(path, note.names, _random_prose(rng), note.linked)
+    elif kind == "link":
+        linked = note.linked ^ {rng.choice(sorted(notes))}
+        notes[path] = NoteNames(path, note.names, note.prose, frozenset(linked))
+    elif kind == "alias":
+        alias = rng.choice([rng.choice(TOWNS), rng.choice(TOWNS).lower(), "Mira Selka", "Dasha Road"])
+        aliases = () if len(note.names) > 1 else (alias,)
+        notes[path] = NoteNames(path, (note.names[0], *aliases), note.prose, note.linked)
+    elif kind == "add" or len(notes) < 4:
+        new = f"Towns/{rng.choice(TOWNS)} {step}.md"
+        notes[new] = NoteNames(new, (new[6:-3],), _random_prose(rng), frozenset())
+    else:
+        del notes[path]
+
+
+def test_found_again_where_an_edit_touched_is_found_from_scratch() -> None:
+    """Issue 38 part 4: ``find_again`` told only the notes an edit touched (prose, links or names), the rules moved
+    on from the last convert's ``Applied`` (kept in memory, or saved and restored as a fresh process has it),
+    gives what ``find_mentions`` gives from scratch, after each of many random edits: a name that comes, goes,
+    becomes shared or flips to a capital in one note changes the mentions of notes no edit touched, and so does
+    a one-word name crossing rule 4's floor (five notes here)."""
+    rng = random.Random(3842)
+    notes = {f"Towns/{t}.md": NoteNames(f"Towns/{t}.md", (t,), _random_prose(rng), frozenset()) for t in TOWNS}
+    last = dict(notes)
+    found = m.find_all(list(notes.values()))
+    hits = dict(found.hits)
+    differed = 0  # edits after which a note the edit did not touch has other mentions
+    for step in range(150):
+        _random_edit(rng, notes, step)
+        paths = list(notes)
+        touched = [p for p in paths if last.get(p) != notes[p]]
+        gone = [p for p in last if p not in notes]
+        renamed = bool(gone) or any(p not in last or last[p].names != notes[p].names for p in touched)
+        applied = found.applied
+        assert applied is not None
+        if step % 3 == 0:  # a fresh process: the Applied the convert cache kept
+            applied = m.Applied.restored(applied.saved(), applied.keys, (applied.index, applied.capital))
+        names = m.name_index(list(notes.values())) if renamed else (applied.index, applied.capital)
+        olds = {p: (last[p].prose, hits[p]) for p in last}  # each note's last prose and hits
+        before = m.Before(olds.get, found.keys, applied)
+        now = m.Now(lambda p: notes[p].prose, lambda p: notes[p].linked)
+        again = m.find_again(paths, now, names, before, touched, gone, same_order=list(last) == paths)
+        expected = find_mentions(list(notes.values()))
+        assert again.mentions == expected, step
+        untouched = {p for p in paths if p not in touched}
+        was = {x for x in found.mentions if x.source in untouched}
+        differed += was != {x for x in expected if x.source in untouched}
+        hits = {p: again.hits[p] if p in again.hits else hits[p] for p in paths}
+        assert hits == m.find_all(list(notes.values())).hits, step
+        found, last = again, dict(notes)
+    assert differed >= 10, differed  # the edits did reach notes they did not touch
+
+
+def test_an_edit_in_one_note_changes_the_mentions_of_notes_it_did_not_touch(tmp_path: Path) -> None:
+    """The convert's shortcut (``Run.found``: the rules applied again only where an edit touched) against a full
+    convert, byte for byte: a fourth note naming "Brann" makes it common (rule 4: more than 3 notes), so the three
+    untouched notes that named it lose their mentions, and get them back when it goes; a link turns a mention
+    into a link; a title that comes names the notes that held its words."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Brann.md").write_text("A town.\n", "utf-8")
+    (vault / "Selka.md").write_text("A river.\n", "utf-8")
+    for name in ("A", "B", "C"):
+        (vault / f"{name}.md").write_text(f"# {name}\n\nWe rode to Brann by the Oskar Mill.\n", "utf-8")
+    (vault / "D.md").write_text("# D\n\nNothing here.\n", "utf-8")
+    twin = Twin(vault, tmp_path)
+
+    def mentioned() -> list[tuple[str, str]]:
+        data = twin.check().report.to_json()["mentions"]["by_note"]
+        return sorted((e["note"], m["target"]) for e in data for m in e["mentions"])
+
+    rode = [(f"{n}.md", "Brann.md") for n in "ABC"]
+    assert mentioned() == rode
+    (vault / "D.md").write_text("# D\n\nBrann again.\n", "utf-8")
+    assert mentioned() == []  # common now: named in 4 notes
+    (vault / "D.md").write_text("# D\n\nNothing here.\n", "utf-8")
+    assert mentioned() == rode
+    (vault / "B.md").write_text("# B\n\nWe rode to [[Brann]] by the Oskar Mill.\n", "utf-8")
+    assert mentioned() == [("A.md", "Brann.md"), ("C.md", "Brann.md")]
+    (vault / "Oskar Mill.md").write_text("A mill.\n", "utf-8")
+    assert mentioned() == [
+        *((f"{n}.md", t) for n in "ABC" for t in ("Brann.md", "Oskar Mill.md") if (n, t) != ("B", "Brann.md"))
+    ]

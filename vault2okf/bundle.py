@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import hashlib
 import json
+import marshal
 import os
 import posixpath
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import time
@@ -38,6 +41,8 @@ OKF_VERSION = "0.2"
 CONCEPTS = "concepts"
 STATE = STATE_DIR
 MARKER = f"{STATE}/bundle.json"
+LISTING = f"{STATE}/listing.bin"  # the bundle's ``Listing`` as the convert that wrote it saw it (``save_listing``)
+_LISTING_MAGIC = b"vault2okf bundle listing 1\n"
 RESERVED = frozenset({"index.md", "log.md"})
 TOOL = "vault2okf"
 LAYOUT = frozenset(
@@ -161,7 +166,7 @@ def prepare_output(
     bundle is not listed."""
     recover(out, busy)
     _check_paths(vault, out)
-    _check_bundle(out, force, listing=listing)
+    _check_bundle(out, force, listing=listing if listing is not None else read_listing(out))
 
 
 def _check_paths(vault: Path, out: Path) -> None:
@@ -286,6 +291,38 @@ def listing(out: Path, files: list[str], *, state: bool = True) -> Listing | Non
     since = now - (RACY_NS if fine else RACY_COARSE_NS)
     racy = {f: frozenset(names[f]) for f, (mtime, _) in folders.items() if mtime >= since}
     return Listing(folders, racy, _file_sig(out / MARKER))
+
+
+def save_listing(stage: Path, found: Listing) -> None:
+    """``found``, the listing of the sealed ``stage``, into its state folder, swapped in with it (the exchange of
+    two folders changes neither their inodes nor their mtimes): the next convert, a fresh process, checks the
+    bundle's folders against it (``read_listing``) rather than list every file for foreign ones (0.17 s at 13k
+    notes). Sealed by its sha256; it names the marker by its signature, so a listing that is not the bundle's own
+    (one the swap moved from an older generation's state folder, the marker rewritten since) never holds."""
+    data = marshal.dumps((found.folders, found.racy, found.marker))
+    write_file(stage / LISTING, _LISTING_MAGIC + hashlib.sha256(data).digest() + data)
+
+
+def read_listing(out: Path) -> Listing | None:
+    """The listing the convert that wrote ``out`` saved (``save_listing``); None where there is none, it is not a
+    regular file, or its bytes are not the ones written. It is trusted only through ``Listing.holds``."""
+    path = out / LISTING
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):  # a pipe would block the read
+            return None
+        raw, size = path.read_bytes(), len(_LISTING_MAGIC)
+        head, digest, data = raw[:size], raw[size : size + 32], raw[size + 32 :]
+        if head != _LISTING_MAGIC or hashlib.sha256(data).digest() != digest:
+            return None
+        folders, racy, marker = marshal.loads(data)
+        found = Listing(
+            {str(f): (int(m), int(i)) for f, (m, i) in folders.items()},
+            {str(f): frozenset(map(str, names)) for f, names in racy.items()},
+            tuple(int(v) for v in marker),
+        )
+    except Exception:  # noqa: BLE001 - unreadable or wrongly shaped: the bundle is listed, as with none
+        return None
+    return found if found.marker else None
 
 
 def _expected(files: list[str], *, state: bool = True) -> dict[str, set[str]]:

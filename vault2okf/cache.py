@@ -401,7 +401,10 @@ def _body(path: Path, offset: int, size: int, digest: bytes, base: BaseFile, con
         states = _decoded(Path(base.path), len(BASE_MAGIC), base.size, base.digest, BASE_MAGIC)
         if sig != output_sig(path) or base_sig != output_sig(base.path) or len(states) != base.count:
             raise CacheDamaged(f"{path}: the body is not the one written")
+        *data, done = data  # done: mentions.Applied.saved()
         delta, problems, types, variants, near, suggested, key, names, graph, tally, collisions, index, named = data
+        keys, name_index = frozenset(names), None if index is None else (dict(index[0]), frozenset(index[1]))
+        applied = None if done is None or name_index is None else Applied.restored(done, keys, name_index)
         notes, base_notes = {}, {}
         decoder = _Decoder()
         for p in contents:
@@ -419,14 +422,15 @@ def _body(path: Path, offset: int, size: int, digest: bytes, base: BaseFile, con
             near,
             {target: [Suggestion(*s) for s in found] for target, found in suggested.items()},
             key,
-            frozenset(names),
+            keys,
             (graph[0], graph[1]),
             None if collisions is None else tuple((path, message) for path, message in collisions),
-            None if index is None else (dict(index[0]), frozenset(index[1])),
+            name_index,
             {name: (tuple(every), tuple(long)) for name, (every, long) in named.items()},
             base=replace(base, sig=base_sig),
             base_notes=base_notes,
             tally=TallyBox(restored),
+            applied=applied,
         )
     except CacheDamaged:
         raise
@@ -456,6 +460,7 @@ def save(stage: Path, found: ConvertCache, out: Path) -> None:
         body.collisions,
         body.name_index,
         body.named,
+        None if body.applied is None else body.applied.saved(),
     )
     body_bytes = marshal.dumps(data)
     head = (

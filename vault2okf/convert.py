@@ -56,6 +56,9 @@ class ConvertResult:
     made: tuple[str, ...] | None = None  # the notes whose docs were made again (None: not known; unchanged: none)
     paths: tuple[str, ...] | None = None  # every note's vault path (None: not kept)
     bodies: dict[str, str] | None = field(default=None, repr=False)  # the notes made again -> md5 of the body
+    # what the convert made, held rather than freed with it (``Removal.DETACH``: the command, whose process ends
+    # without freeing it)
+    held: tuple[Any, ...] = field(default=(), repr=False, compare=False)
 
     @cached_property
     def report(self) -> LinkReport:
@@ -284,6 +287,7 @@ def _convert(
         out=out, notes=len(walk.notes), links=len(run.records), load_report=lambda: report, seconds=clock.total(),
         stages=clock.laps, reused=run.reused, known_totals=report.to_json()["totals"], notices=notices,
         made=tuple(p for p in run.paths if p not in run.carried_set), paths=tuple(run.paths), bodies=run.bodies,
+        held=(run, new_cache) if removal is Removal.DETACH else (),
     )  # fmt: skip
 
 
@@ -308,19 +312,30 @@ def _built(
         stage, present = b.recycle(out, spare) if recycling else (b.staging_dir(out), set())
         new_cache = run.write(stage, key, started, present)
         b.finish(stage, present)
-        files = b.seal(stage, _written(new_cache) if recycling else None)
+        files = b.seal(stage, _written(new_cache))
         new_cache.files[b.MARKER] = output_sig(stage / b.MARKER)
         save_cache(stage, new_cache, out)
+        if not recycling:  # a watcher keeps its listing in memory (``Kept.listing``), made after the swap
+            _save_listing(stage, files)
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
         raise
     return run, stage, new_cache, files
 
 
+def _save_listing(stage: Path, files: list[str]) -> None:
+    """The sealed stage's folders (``bundle.Listing``), saved in it as late as can be (a folder changed shortly
+    before is listed again at each check), for the next convert's check for foreign files."""
+    found = b.listing(stage, files)
+    if found is not None:
+        b.save_listing(stage, found)
+
+
 def _written(cache: ConvertCache) -> list[str]:
-    """Every file a run put in its stage outside the state folder, from its cache (what ``bundle.tree_files`` of the
-    stage lists): each note's doc, the other files it wrote or linked (folder indexes, reports, SKILL.md, the
-    database) and the attachments it copied or linked."""
+    """Every file a run put in its stage outside the state folder, from its cache: what ``bundle.tree_files`` of the
+    stage lists, without listing it (0.2 s at 13k notes; a watcher's stage and a new one alike): each note's doc,
+    the other files it wrote or linked (folder indexes, reports, SKILL.md, the database) and the attachments it
+    copied or linked."""
     attachments = (f"{b.CONCEPTS}/{path}" for path in cache.attachments)
     return [*cache.docs, *(rel for rel in cache.files if rel != b.MARKER), *attachments]
 

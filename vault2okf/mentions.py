@@ -49,9 +49,13 @@ some name (``set.isdisjoint`` over a ``findall``, both in C; or a CJK letter whe
 heading above each mention is found in one pass over the note. 0.68 s of CPU on thellade, as before the
 automaton, and linear in the vault's size, in one long note naming many notes (the heading search was n × n),
 in aliases of many lengths starting with the same word (each was tried at every such word), and on hostile
-lines (``tests/test_unlinked_mentions.py``). An incremental convert passes what the last one found
-(``Earlier``): only the notes whose hits may have changed are read, the rules are applied again over all
-(after a one-note edit on thellade's notes, 0.07 s of CPU).
+lines (``tests/test_unlinked_mentions.py``). An incremental convert works only on what an edit touched
+(``find_again``): a note is read again where its prose changed, a name its hits held went away, or a name that came
+may occur in it (a substring search of the names' first words over each folded prose, in C); the rules are
+applied again to the notes touched and read again, and to the notes whose hits hold a name whose owner, capital or
+commonness changed (``Applied.holders``). Every other note keeps its mentions (``Applied``, in a watcher's memory
+and in the convert cache). On the 13k-note scale vault a one-note text edit costs 0.03 s of CPU here, where
+finding them over every note's hits took 0.25-0.38 s.
 """
 
 from __future__ import annotations
@@ -61,7 +65,7 @@ import re
 import unicodedata
 from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from itertools import chain
 from typing import Any
@@ -229,7 +233,7 @@ def usable(key: tuple[str, ...]) -> bool:
     return len(words[0]) >= MIN_CHARS
 
 
-NameIndex = tuple[dict[tuple[str, ...], str | None], frozenset[tuple[str, ...]]]  # what name_index gives
+NameIndex = tuple[Mapping[tuple[str, ...], str | None], frozenset[tuple[str, ...]]]  # what name_index gives
 
 
 def name_index(notes: Sequence[NoteNames]) -> NameIndex:
@@ -261,37 +265,59 @@ def _name_entry(name: str) -> tuple[tuple[str, ...], bool, bool]:
 
 
 Hit = tuple[tuple[str, ...], int, str, str | None]  # a name's key, its 1-based line, the words, the heading above
+Key = tuple[str, ...]  # a name as ``name_key`` gives it
 
 
 @dataclass(frozen=True)
 class Earlier:
     """What the last convert found: the names it matched, and each note's prose with the hits found in it
-    (before rules 4 and 5, which are applied again each time). A note's hits hold while its prose is the same,
-    no name it matched went away and no new name may occur in it: then it is not read again."""
+    (before rules 4 and 5). A note's hits hold while its prose is the same, no name it matched went away and no
+    new name may occur in it: then it is not read again. ``applied``: what the rules made of them (a watcher's)."""
 
-    keys: frozenset[tuple[str, ...]]
+    keys: frozenset[Key]
     notes: Mapping[str, tuple[str, tuple[Hit, ...]]]  # vault path -> (prose, hits)
-    applied: Applied | None = None  # a watcher's: what rules 4 and 5 made of each note's hits last time
+    applied: Applied | None = None
 
 
 @dataclass(frozen=True)
 class Applied:
-    """What rules 4 and 5 made of each note's hits, valid for the same name index, capitalised names and common
-    names: note path -> (its hits, the hits kept by rule 5, the names counted for rule 4, its linked notes, its
-    mentions). A note whose hits are the very tuple of last time (``Earlier``) takes them again."""
+    """What rules 3 to 5 made of every note's hits in the last convert, beyond the hits themselves (each note's
+    state keeps those): valid for the notes and hits that convert had. The next convert applies the rules again
+    only to the notes an edit touched and to the notes whose hits hold a name whose owner, capital or commonness
+    changed (``holders``); every other note takes its mentions as they are."""
 
-    index: Mapping[tuple[str, ...], str | None]
-    capital: frozenset[tuple[str, ...]]
-    common: frozenset[tuple[str, ...]]
-    notes: dict[str, tuple[Any, ...]]
+    keys: frozenset[Key]  # every name matched (the name index's keys)
+    index: Mapping[Key, str | None]  # name_index
+    capital: frozenset[Key]
+    counts: Mapping[Key, int]  # rule 4: each one-word name -> the notes it is named in (outside links), when any
+    common: frozenset[Key]  # rule 4's names, for ``size`` notes
+    size: int  # how many notes
+    mentions: Mapping[str, tuple[Mention, ...]]  # note -> its mentions, in the notes' order (none: left out)
+    holders: Mapping[Key, frozenset[str]] | None = None  # name -> the notes whose hits hold it (None: not made)
+
+    def saved(self) -> tuple[Any, ...]:
+        """As the convert cache keeps it (the names and the name index it keeps apart): a fresh process's convert
+        applies the rules again only where an edit touched, as a watcher's does."""
+        mentions = {p: [(m.target, m.text, m.line, m.heading, m.count) for m in ms] for p, ms in self.mentions.items()}
+        return dict(self.counts), self.common, self.size, mentions
+
+    @classmethod
+    def restored(cls, data: tuple[Any, ...], keys: frozenset[Key], names: NameIndex) -> Applied:
+        """``saved``'s value back, for the names ``keys`` and the name index ``names`` kept with it."""
+        counts, common, size, mentions = data
+        return cls(
+            keys, names[0], names[1], counts, frozenset(common), size,
+            {p: tuple(Mention(p, *m) for m in ms) for p, ms in mentions.items()},
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)
 class Found:
-    """The vault's mentions, and what the next convert may reuse (``Earlier``)."""
+    """The vault's mentions, and what the next convert may reuse (``Applied``, and ``keys`` with each note's hits:
+    ``hits`` holds those found now, the other notes' are the ones they had)."""
 
     mentions: list[Mention]
-    keys: frozenset[tuple[str, ...]]
+    keys: frozenset[Key]
     hits: dict[str, tuple[Hit, ...]]
     applied: Applied | None = None
 
@@ -304,83 +330,299 @@ def find_mentions(notes: Sequence[NoteNames]) -> list[Mention]:
 
 def find_all(notes: Sequence[NoteNames], earlier: Earlier | None = None, names: NameIndex | None = None) -> Found:
     """``find_mentions``, reading again only the notes whose hits ``earlier`` does not give: the result is the
-    same as without it. ``names``: ``name_index(notes)`` where it is known (the notes' names are the last
-    convert's)."""
+    same as without it, and ``hits`` holds every note's. ``names``: ``name_index(notes)`` where it is known."""
     index, capital = names if names is not None else name_index(notes)
-    keys = frozenset(index)
-    hits = _hits(notes, index, earlier)
-    last = earlier.applied if earlier is not None else None
-    if last is not None and (last.capital != capital or last.index != index):
-        last = None
-    found: list[tuple[str, list[Hit], frozenset[tuple[str, ...]]]] = []
-    for note in notes:
-        was = last.notes.get(note.path) if last is not None else None
-        if was is not None and was[0] is hits[note.path]:
-            kept, named_in = was[1], was[2]
-        else:
-            kept = [h for h in hits[note.path] if not (h[0] in capital and h[2].islower())]  # rule 5
-            named_in = frozenset(h[0] for h in kept if index[h[0]] not in (note.path, None))
-        found.append((note.path, kept, named_in))
-    # name -> notes it was found in, outside links (rule 4): counted in one call, not one a note
-    seen_in = Counter(chain.from_iterable(named_in for _, _, named_in in found))
-    floor = max(MIN_COMMON_NOTES, MAX_SHARE * len(notes))
-    common = frozenset(name for name, n in seen_in.items() if single(name) and n > floor)
-    if last is not None and last.common != common:
-        last = None
     by_path = {n.path: n for n in notes}
-    out: list[Mention] = []
-    made: dict[str, tuple[Any, ...]] = {}
-    for path, kept, named_in in found:
-        note = by_path[path]
-        was = last.notes.get(path) if last is not None else None
-        if was is not None and was[0] is hits[path] and was[3] == note.linked:
-            mentions = was[4]
-        else:
-            named = [
-                (target, line, words, above)
-                for k, line, words, above in kept
-                if (target := index[k]) and k not in common
-            ]
-            mentions = _mentions(note, named)
-        out.extend(mentions)
-        made[path] = (hits[path], kept, named_in, note.linked, mentions)
-    return Found(out, keys, hits, Applied(index, capital, common, made))
+    paths = list(by_path)
+    before = earlier.notes if earlier is not None else {}
+    found = find_again(
+        paths,
+        Now(lambda p: by_path[p].prose, lambda p: by_path[p].linked),
+        (index, capital),
+        Before(before.get, earlier.keys if earlier is not None else frozenset(), earlier.applied if earlier else None),
+        touched=paths,
+        gone=[p for p in before if p not in by_path],
+    )
+    hits = {p: found.hits[p] if p in found.hits else before[p][1] for p in paths}
+    return replace(found, hits=hits)
 
 
-def _hits(
-    notes: Sequence[NoteNames], index: Mapping[tuple[str, ...], str | None], earlier: Earlier | None
+@dataclass(frozen=True)
+class Now:
+    """The notes as they are now: each one's prose and the notes its links reach (asked only where needed)."""
+
+    prose: Callable[[str], str]
+    linked: Callable[[str], Iterable[str]]
+
+
+@dataclass(frozen=True)
+class Before:
+    """The last convert's: each note's (prose, hits), None for a note it did not have; the names those hits were
+    found with; what the rules made of them (None: applied again to every note)."""
+
+    note: Callable[[str], tuple[str, tuple[Hit, ...]] | None]
+    keys: frozenset[Key]
+    applied: Applied | None = None
+
+
+def find_again(
+    paths: Sequence[str],
+    now: Now,
+    names: NameIndex,
+    before: Before,
+    touched: Iterable[str],
+    gone: Iterable[str] = (),
+    same_order: bool = False,
+) -> Found:
+    """The vault's mentions (``find_mentions``' result), working only on what changed since ``before``:
+    ``touched`` holds every note whose prose or links may differ from the last convert's (the new ones too),
+    ``gone`` the notes it had that are no longer there; ``same_order``: the notes it had are ``paths``, in order.
+    A note is read again where its prose changed, a name its hits hold went away, or a new name may occur in it
+    (``_read_again``); the rules are applied again to the notes touched or read again, and to the notes whose hits
+    hold a name whose owner, capital or commonness changed (found through ``Applied.holders``). Every other note
+    takes its mentions as the last convert made them: no Python work per note, but for the notes' order where a
+    note gains its first mention."""
+    index, capital = names
+    last = before.applied
+    if last is not None and last.keys != before.keys:
+        last = None  # made for other hits than the notes' states hold
+    keys = last.keys if last is not None and index is last.index else frozenset(index)
+    touched, gone = list(touched), list(gone)
+    holders = _Holders(paths, before, last, gone)
+    hits = _read_again(paths, now, keys, before, touched, holders, gone)
+    holders.moved(hits)
+    hits_of = _HitsOf(hits, before)
+    redo: set[str] = set(paths) if last is None else {*touched, *hits}
+    counts: dict[Key, int] = {} if last is None else dict(last.counts)
+    moved: set[Key] = set()  # the names whose counts changed
+    if last is not None:
+        for key in _changed_keys(last, index, capital):
+            redo.update(holders.of(key))
+        for path in (*redo, *gone):
+            old = before.note(path)
+            if old is not None:
+                for key in _kept(path, old[1], last.index, last.capital)[1]:
+                    if single(key):
+                        moved.add(key)
+                        counts[key] -= 1
+                        if not counts[key]:
+                            del counts[key]
+    made: dict[str, list[Hit]] = {}
+    for path in redo:
+        kept, named_in = _kept(path, hits_of(path), index, capital)
+        made[path] = kept
+        for key in named_in:
+            if single(key):
+                moved.add(key)
+                counts[key] = counts.get(key, 0) + 1
+    floor = max(MIN_COMMON_NOTES, MAX_SHARE * len(paths))
+    if last is not None and last.size == len(paths):
+        common = last.common.difference(moved).union(k for k in moved if counts.get(k, 0) > floor)
+        for key in common ^ last.common:
+            redo.update(holders.of(key))
+    else:
+        common = frozenset(k for k, n in counts.items() if n > floor)
+        if last is not None:
+            for key in common ^ last.common:
+                redo.update(holders.of(key))
+    mentions, inserted = _mentioned(redo, made, hits_of, now, index, capital, common, last)
+    for path in gone:
+        mentions.pop(path, None)
+    if inserted or not same_order:
+        mentions = {p: mentions[p] for p in paths if p in mentions}  # in the notes' order
+    out = list(chain.from_iterable(mentions.values()))
+    return Found(out, keys, hits, Applied(keys, index, capital, counts, common, len(paths), mentions, holders.kept()))
+
+
+def _mentioned(
+    redo: Iterable[str],
+    made: dict[str, list[Hit]],
+    hits_of: Callable[[str], tuple[Hit, ...]],
+    now: Now,
+    index: Mapping[Key, str | None],
+    capital: frozenset[Key],
+    common: frozenset[Key],
+    last: Applied | None,
+) -> tuple[dict[str, tuple[Mention, ...]], bool]:
+    """Each note's mentions: the last convert's, made again for the notes in ``redo`` (the very tuple of last
+    time where they are the same); and whether a note that had none has some (it is last in the dict)."""
+    mentions = dict(last.mentions) if last is not None else {}
+    inserted = last is None
+    for path in redo:
+        kept = made[path] if path in made else _kept(path, hits_of(path), index, capital)[0]
+        named = [
+            (target, line, words, above) for k, line, words, above in kept if (target := index[k]) and k not in common
+        ]
+        found = tuple(_mentions(path, now.linked(path), named)) if named else ()
+        was = mentions.get(path)
+        if not found:
+            mentions.pop(path, None)
+        elif was != found:
+            inserted = inserted or was is None
+            mentions[path] = found
+    return mentions, inserted
+
+
+class _HitsOf:
+    """A note's hits: found now, or its last state's."""
+
+    def __init__(self, hits: Mapping[str, tuple[Hit, ...]], before: Before) -> None:
+        self.hits, self.before = hits, before
+
+    def __call__(self, path: str) -> tuple[Hit, ...]:
+        found = self.hits.get(path)
+        if found is not None:
+            return found
+        old = self.before.note(path)
+        assert old is not None, "a note not read again has its last state's hits"
+        return old[1]
+
+
+class _Holders:
+    """Name -> the notes whose hits hold it: the last convert's (``Applied.holders``) moved on, or made from every
+    note's hits when first needed (a name went away or changed owner, capital or commonness)."""
+
+    def __init__(self, paths: Sequence[str], before: Before, last: Applied | None, gone: Sequence[str]) -> None:
+        self.paths, self.before, self.gone = paths, before, gone
+        self.last = last.holders if last is not None else None
+        self.made: dict[Key, frozenset[str]] | None = None
+        self.hits: Mapping[str, tuple[Hit, ...]] = {}
+
+    def old(self, key: Key) -> frozenset[str]:
+        """The notes whose last hits hold ``key`` (notes gone included)."""
+        if self.last is None:
+            self.last = _holders_of(self.before, self.paths)
+        return self.last.get(key, frozenset())
+
+    def moved(self, hits: Mapping[str, tuple[Hit, ...]]) -> None:
+        self.hits = hits
+
+    def of(self, key: Key) -> frozenset[str]:
+        """The notes whose hits hold ``key`` now."""
+        return self._now().get(key, frozenset())
+
+    def kept(self) -> dict[Key, frozenset[str]] | None:
+        return self._now() if self.last is not None else None
+
+    def _now(self) -> dict[Key, frozenset[str]]:
+        if self.made is None:
+            old = self.last if self.last is not None else _holders_of(self.before, self.paths)
+            self.last = old
+            made = dict(old)
+            for path in (*self.gone, *self.hits):
+                was = self.before.note(path)
+                for key in {h[0] for h in was[1]} if was is not None else ():
+                    left = made.get(key, frozenset()) - {path}
+                    if left:
+                        made[key] = left
+                    else:
+                        made.pop(key, None)
+            for path, hits in self.hits.items():
+                for key in {h[0] for h in hits}:
+                    made[key] = made.get(key, frozenset()) | {path}
+            self.made = made
+        return self.made
+
+
+def _holders_of(before: Before, paths: Iterable[str]) -> dict[Key, frozenset[str]]:
+    """Name -> the notes whose last hits hold it."""
+    out: dict[Key, set[str]] = defaultdict(set)
+    for path in paths:
+        old = before.note(path)
+        if old is not None:
+            for hit in old[1]:
+                out[hit[0]].add(path)
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+def _changed_keys(last: Applied, index: Mapping[Key, str | None], capital: frozenset[Key]) -> set[Key]:
+    """The names whose owner or capital changed since ``last``. Not those that came or went: only the notes read
+    again (``_read_again``) hold them."""
+    if index is last.index and capital is last.capital:
+        return set()
+    changed = {k for k, _ in index.items() ^ last.index.items()} | (capital ^ last.capital)
+    return {k for k in changed if k in index and k in last.index}  # a name that came or went: in notes read again
+
+
+def _kept(
+    path: str, hits: Iterable[Hit], index: Mapping[Key, str | None], capital: frozenset[Key]
+) -> tuple[list[Hit], frozenset[Key]]:
+    """The hits rule 5 keeps, and the names among them that name another note (rule 4 counts them)."""
+    kept = [h for h in hits if not (h[0] in capital and h[2].islower())]  # rule 5
+    return kept, frozenset(h[0] for h in kept if index[h[0]] not in (path, None))
+
+
+def _read_again(
+    paths: Sequence[str],
+    now: Now,
+    keys: frozenset[Key],
+    before: Before,
+    touched: Sequence[str],
+    holders: _Holders,
+    gone: Sequence[str],
 ) -> dict[str, tuple[Hit, ...]]:
-    """Each note's hits: ``earlier``'s where they still hold, else found now."""
-    keys = frozenset(index)
-    added = keys - earlier.keys if earlier else keys
-    removed = earlier.keys - keys if earlier else frozenset()
-    probe = _Names.of(added) if earlier and added else None
-    names: _Names | None = None
-    out: dict[str, tuple[Hit, ...]] = {}
-    for note in notes:
-        old = earlier.notes.get(note.path) if earlier else None
-        if (
-            old is not None
-            and old[0] == note.prose
-            and not (removed and any(h[0] in removed for h in old[1]))
-            and not (probe and probe.may_hold(fold(note.prose)))
-        ):
-            out[note.path] = old[1]
-            continue
-        names = names or _Names.of(index)
-        out[note.path] = tuple(_scan(note.prose, names))
-    return out
+    """The hits of each note read again: its prose changed (or it is new), a name its hits held went away, or a
+    name that came may occur in it."""
+    again: dict[str, None] = {}
+    for path in touched:
+        old = before.note(path)
+        if old is None or old[0] != now.prose(path):
+            again[path] = None
+    if keys is not before.keys and keys != before.keys:
+        removed, added = before.keys - keys, keys - before.keys
+        gone_set = set(gone)
+        for key in removed:
+            again.update((p, None) for p in holders.old(key) if p not in gone_set)
+        if added:
+            may_hold = _probe(added)
+            again.update((p, None) for p in paths if p not in again and may_hold(now.prose(p)))
+    if not again:
+        return {}
+    texts = [now.prose(p) for p in again]
+    names = _automaton(texts, keys)
+    return {p: tuple(_scan(text, names)) for p, text in zip(again, texts, strict=True)}
 
 
-def _mentions(note: NoteNames, hits: list[tuple[str, int, str, str | None]]) -> list[Mention]:
+def _probe(keys: Iterable[Key]) -> Callable[[str], bool]:
+    """Whether a note's prose may hold one of ``keys``: ``_Names.may_hold`` over the whole prose, folded, asked
+    only where the folded prose holds one of the names' first words as a substring (a search in C; splitting
+    every note into words took seconds on 13k notes)."""
+    names = _Names.of(keys)
+    firsts = sorted(names.firsts)
+
+    def may_hold(text: str) -> bool:
+        folded = text.lower() if text.isascii() else fold(text)
+        if not names.cjk and not any(w in folded for w in firsts):
+            return False
+        return names.may_hold(folded)
+
+    return may_hold
+
+
+_FEW = 64  # notes read again up to which the automaton holds only the names their words could make
+
+
+def _automaton(texts: Sequence[str], keys: frozenset[Key]) -> _Names:
+    """The automaton for reading ``texts``: of every name, or (for a few texts) of the names all of whose tokens
+    are in them, which finds the same hits there."""
+    if len(texts) > _FEW:
+        return _Names.of(keys)
+    words: set[str] = set()
+    for text in texts:
+        words.update(t for t, _, _ in tokens(text))
+    return _Names.of(k for k in keys if words.issuperset(k))
+
+
+def _mentions(path: str, linked: Iterable[str], hits: list[tuple[str, int, str, str | None]]) -> list[Mention]:
     first: dict[str, tuple[int, str, str | None]] = {}
     count: Counter[str] = Counter()
+    reached = linked if isinstance(linked, (set, frozenset)) else set(linked)
     for target, line, text, heading in hits:
-        if target == note.path or target in note.linked:
+        if target == path or target in reached:
             continue
         count[target] += 1
         first.setdefault(target, (line, text, heading))
-    made = [Mention(note.path, t, first[t][1], first[t][0], first[t][2], n) for t, n in count.items()]
+    made = [Mention(path, t, first[t][1], first[t][0], first[t][2], n) for t, n in count.items()]
     return sorted(made, key=lambda m: (-m.count, m.line, m.target))
 
 

@@ -17,10 +17,10 @@ import stat
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from functools import cached_property
+from functools import cached_property, partial
 from itertools import chain
 from pathlib import Path
 from typing import Any
@@ -43,7 +43,19 @@ from vault2okf.config import Config
 from vault2okf.db import AnalyticsRow, ConceptRow, DatabasePatcher, DatabaseWriter, LinkRow
 from vault2okf.guard import Problems, note_meta_safe, read_note, resolve_links_safe, rewrite_safe
 from vault2okf.html import link_health_html
-from vault2okf.mentions import Found, Mention, NameIndex, mention_rows, prose, vault_mentions
+from vault2okf.mentions import (
+    Applied,
+    Before,
+    Found,
+    Mention,
+    NameIndex,
+    NoteNames,
+    Now,
+    find_again,
+    mention_rows,
+    name_index,
+    prose,
+)
 from vault2okf.meta import Meta
 from vault2okf.names import assign_doc_paths
 from vault2okf.parse import Link, Note, Problem
@@ -672,28 +684,53 @@ class Run:
 
     @cached_property
     def found(self) -> Found:
-        """Unlinked mentions over the whole vault (every note's names matter), each note read again only where
-        the last convert's hits may not hold (``mentions.Earlier``)."""
-        metas = {p: self.works[p].meta for p in self.paths}
-        proses = {p: self.works[p].reading.prose for p in self.paths}
-        earlier = self.last.earlier() if self.last is not None else None
-        found = vault_mentions(self.paths, metas, proses, self.records, earlier, self._name_index())
+        """Unlinked mentions over the whole vault, worked out again only where an edit may have changed them
+        (``mentions.find_again``): the notes whose prose, links or names differ from their last state, and the
+        notes that hold a name that came, went or changed. One pass over the notes compares each one's parts with
+        its last state's by identity; nothing else is done per note."""
+        last = self.last
+        states = last.notes if last is not None else {}
+        touched: list[str] = []
+        renamed = False  # a note's names (file name, title, aliases) differ from its last state's, or it is new
+        for path in self.paths:
+            w = self.works[path]
+            st = states.get(path)
+            if st is None:
+                touched.append(path)
+                renamed = True
+                continue
+            w.hits = st.hits  # unless read again
+            meta = w.meta
+            if w.reading.prose is st.prose and w.resolutions is st.resolved and meta is st.meta:
+                continue
+            touched.append(path)
+            renamed = renamed or (
+                meta is not st.meta and (meta.title, meta.aliases) != (st.meta.title, st.meta.aliases)
+            )
+        same = len(states) == len(self.paths) - sum(1 for p in touched if p not in states)
+        gone = [] if same else [p for p in states if p not in self.works]
+        applied = last.applied if last is not None else None
+        found = find_again(
+            self.paths,
+            Now(lambda p: self.works[p].reading.prose, lambda p: _linked(self.works[p].resolutions)),
+            self._name_index(renamed or bool(gone), applied),
+            Before(partial(_prose_hits, states), last.names if last is not None else frozenset(), applied),
+            touched, gone, same_order=not gone and not renamed and list(states) == self.paths,
+        )  # fmt: skip
         for path, hits in found.hits.items():
             self.works[path].hits = hits
         return found
 
-    def _name_index(self) -> NameIndex | None:
-        """The last convert's ``mentions.name_index`` where every note's names are its last state's (the same
-        notes, in the same order, with the same titles and aliases); else None (made again)."""
+    def _name_index(self, renamed: bool, applied: Applied | None) -> NameIndex:
+        """``mentions.name_index``: the last convert's where no note's names changed and none came or went."""
         last = self.last
-        if last is None or last.name_index is None or self.old is None or not self.same_notes:
-            return None
-        old = self.old.notes
-        for path in self.paths:
-            meta, was = self.works[path].meta, old[path].meta
-            if meta is not was and (meta.title, meta.aliases) != (was.title, was.aliases):
-                return None
-        return last.name_index
+        if not renamed and applied is not None:
+            return applied.index, applied.capital
+        if not renamed and last is not None and last.name_index is not None:
+            return last.name_index
+        metas = {p: self.works[p].meta for p in self.paths}
+        return name_index([NoteNames(p, (p.rpartition("/")[2][:-3], m.title, *m.aliases), "", frozenset())
+                           for p, m in metas.items()])  # fmt: skip
 
     @property
     def mentions(self) -> list[Mention]:
@@ -1179,6 +1216,23 @@ def _from_state(st: NoteState) -> NoteWork:
     return NoteWork(sig=st.sig, content=st.content, reading=Reading.of(st), reuse=st, fields=Fields.of(st))
 
 
+def _prose_hits(states: Mapping[str, NoteState], path: str) -> tuple[str, tuple[Any, ...]] | None:
+    """A note's prose and hits as its last state has them (``mentions.Before``)."""
+    st = states.get(path)
+    return None if st is None else (st.prose, st.hits)
+
+
+def _linked(resolutions: Iterable[Resolution]) -> set[str]:
+    """The notes a note's links reached (an ambiguous link's candidates too): where it has no unlinked mention."""
+    out: set[str] = set()
+    for res in resolutions:
+        if res.path is not None:
+            out.add(res.path)
+        if res.candidates:
+            out.update(res.candidates)
+    return out
+
+
 def _edges(records: Iterable[LinkRecord]) -> list[tuple[str, str]]:
     return [(r.source, r.resolution.path) for r in records if r.resolution.status in NOTE_STATUSES
             and r.resolution.path is not None]  # fmt: skip
@@ -1205,14 +1259,16 @@ def _records_of(path: str, st: NoteState) -> tuple[LinkRecord, ...]:
 
 
 def _records(path: str, links: tuple[Link, ...], checked: tuple[Resolution, ...]) -> tuple[LinkRecord, ...]:
-    """``LinkRecord(path, link, resolution)`` for each link, its fields set as one dict rather than by the frozen
-    dataclass's ``__init__`` (one ``object.__setattr__`` a field): a fresh one-edit convert makes one per link of
-    the vault, 124k at 13k notes."""
-    new, out = object.__new__, []
+    """``LinkRecord(path, link, resolution)`` for each link, its fields stored in its dict rather than by the frozen
+    dataclass's ``__init__`` (one ``object.__setattr__`` a field), one item at a time (a third faster than one
+    ``dict.update`` with keywords): a fresh one-edit convert makes one per link of the vault, 111k at 13k notes."""
+    new, out = object.__new__, list[LinkRecord]()
+    add = out.append
     for lk, r in zip(links, checked, strict=True):
         record = new(LinkRecord)
-        record.__dict__.update(source=path, link=lk, resolution=r)
-        out.append(record)
+        fields = record.__dict__
+        fields["source"], fields["link"], fields["resolution"] = path, lk, r
+        add(record)
     return tuple(out)
 
 

@@ -19,10 +19,21 @@ from typing import Any
 # spinning threads fight torch's for them: warm search p50 44-74 -> 35 ms, CPU halved, on 2 cores.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+_console = False  # ``main`` runs the command: the process ends when it does (``ending``)
+
+
+def ending() -> bool:
+    """Does this process end when its command does (the console command, ``main``)? Not under a test's
+    ``CliRunner``, which runs commands in its own long-lived process."""
+    return _console
+
 
 def main() -> None:
     """The console command: a plain search a running server answers, printed without typer; else ``app``."""
+    global _console
     from vault2okf.cli.served import Outcome, served_search
+
+    _console = True
 
     argv = sys.argv[1:]
     outcome = served_search(argv)

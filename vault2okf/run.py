@@ -9,6 +9,7 @@ or taken from that state. The steps keep their problems with the note they belon
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
@@ -448,6 +449,8 @@ class Run:
         touched = self.touched
         last = self.last.resolver
         resolver: Resolver | None = last[1] if last is not None and last[0] == self.universe else None
+        if resolver is None and last is not None and renamed and same_files(last[0], self.universe):
+            resolver = _with_aliases(last[1], self.aliases)  # the same files: the last one, its aliases now
         kept = self.last.records
         self.note_records = dict(kept)
         self.changed = []
@@ -1265,6 +1268,14 @@ def _records(path: str, links: tuple[Link, ...], checked: tuple[Resolution, ...]
         record.__dict__.update(source=path, link=lk, resolution=r)
         out.append(record)
     return tuple(out)
+
+
+def _with_aliases(resolver: Resolver, aliases: dict[str, tuple[str, ...]]) -> Resolver:
+    """``resolver`` with the alias table of ``aliases``: what ``_resolver`` makes for the same notes, attachments,
+    excluded files and config (the rest of a ``Resolver`` is made from those alone, and only read)."""
+    new = copy.copy(resolver)
+    new.aliases = alias_table(aliases)
+    return new
 
 
 def _names_any(links: tuple[Link, ...], keys: frozenset[str]) -> bool:

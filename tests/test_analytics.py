@@ -4,6 +4,7 @@ concept doc's ``graph`` key; an incremental convert gives what a full one does."
 
 from __future__ import annotations
 
+import math
 import random
 import shutil
 from collections import defaultdict
@@ -15,7 +16,7 @@ import pytest
 import yaml
 from growth import assert_linear
 
-from vault2okf import db
+from vault2okf import analytics, db
 from vault2okf.analytics import analyse, centrality
 from vault2okf.convert import convert
 
@@ -57,6 +58,39 @@ def test_pagerank_by_hand() -> None:
     assert found["b.md"].pagerank == pytest.approx(1 - 0.5 / 1.425, abs=1e-9)
     assert (found["b.md"].rank, found["a.md"].rank) == (1, 2)
     assert not found["b.md"].hub  # the most links, but fewer than 5
+
+
+def _fsum_pagerank(out: list[list[int]], into: list[list[int]]) -> list[float]:
+    """PageRank as the module's rules say it, each node's in-links summed with math.fsum, unrounded."""
+    n = len(out)
+    ranks = [1.0 / n] * n
+    dangling = [i for i in range(n) if not out[i]]
+    for _ in range(analytics.MAX_ROUNDS):
+        share = [analytics.DAMPING * r / len(o) if o else 0.0 for r, o in zip(ranks, out, strict=True)]
+        base = (1.0 - analytics.DAMPING) / n + analytics.DAMPING * math.fsum(ranks[i] for i in dangling) / n
+        new = [base + math.fsum(share[j] for j in ins) for ins in into]
+        moved = sum(abs(a - b) for a, b in zip(new, ranks, strict=True))
+        ranks = new
+        if moved < analytics.TOLERANCE:
+            break
+    return ranks
+
+
+def test_pagerank_sums_each_nodes_in_links_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``pagerank`` adds one or two in-links with a plain addition and three or more with fsum: the very floats
+    of fsum over every node, round by round (so the same rounds, the same 12 digits)."""
+    monkeypatch.setattr(analytics, "_rank_key", lambda r: r)
+    for seed in range(30):
+        rng = random.Random(seed)
+        n = rng.choice([1, 2, 3, 10, 300])
+        edges = {(rng.randrange(n), rng.randrange(n)) for _ in range(rng.randint(0, n * rng.choice([1, 2, 5])))}
+        out: list[list[int]] = [[] for _ in range(n)]
+        into: list[list[int]] = [[] for _ in range(n)]
+        for s, t in sorted(edges):
+            if s != t:
+                out[s].append(t)
+                into[t].append(s)
+        assert analytics.pagerank(out, into) == _fsum_pagerank(out, into), seed
 
 
 @pytest.mark.parametrize(

@@ -247,7 +247,8 @@ def test_watch_visits_only_the_touched_notes_yet_gives_the_full_convert(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A rebuild told the paths its events named (``run.Loops``): the notes not touched keep the last run's work
-    where the edit changes no name, block id or link edge, and every other edit visits every note; either way the
+    where the edit changes no block id (an alias resolves the links naming it again, a new edge makes the
+    analytics again), and every other edit visits every note; either way the
     bundle is the full convert's, the edits that reach another note's doc included (a block id, an alias), an
     embed that brings an attachment, and a doc of the bundle edited by hand."""
     vault, out = tmp_path / "vault", tmp_path / "inc"
@@ -277,8 +278,8 @@ def test_watch_visits_only_the_touched_notes_yet_gives_the_full_convert(
         (vault / "B.md", "# B\n\nSome words. ^blk\n", False),  # a block id A's link now finds: A's doc changes
         (d, "# D\n\nPlain text with ![[pic.png]].\n", True),  # an embed: the attachment copied
         (None, "", True),  # C's doc edited by hand in the bundle, then a text edit of D
-        (d, "---\naliases: [Dee]\n---\n# D\n\nPlain text with ![[pic.png]].\n", False),  # A's [[Dee]] resolves
-        (d, "---\naliases: [Dee]\n---\n# D\n\nNow [[B]].\n", False),  # a new edge: another graph
+        (d, "---\naliases: [Dee]\n---\n# D\n\nPlain text with ![[pic.png]].\n", True),  # A's [[Dee]] resolves
+        (d, "---\naliases: [Dee]\n---\n# D\n\nNow [[B]].\n", True),  # a new edge: another graph
         (d, "---\naliases: [Dee]\n---\n# D\n\nNow [[B]], still.\n", True),
         (d, "---\naliases: [Dee]\ntitle: Dora\n---\n# D\n\nNow [[B]], still.\n", True),  # People/index.md
     ]
@@ -612,3 +613,105 @@ def test_spelling_variants_and_suggestions_follow_each_edit(tmp_path: Path) -> N
     spelled, near = "'yagra' is how the vault also spells 'ygra'", "'yagra' ~ 'ygra'"
     assert [[near in why or spelled in why for why in found] for found in whys] == [[True], [True], [True], [], [], []]
     assert spelled in whys[1][0] and near in whys[0][0]  # the suggestion for [[Yagra]] follows the variant
+
+
+def test_watch_alias_edits_resolve_again_only_the_notes_naming_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An alias that comes, goes or becomes shared under ``watch``: the notes whose links name it are resolved
+    again and the rest kept (``Run._aliases_moved``), the link graph the same or not (a broken link that now
+    resolves, a resolved one that breaks: the analytics made again, each doc whose ``graph`` key moved made
+    again). A block id still visits every note. Each time the bundle is the full convert's, the report's
+    ambiguous links included."""
+    vault, out = tmp_path / "vault", tmp_path / "inc"
+    (vault / "People").mkdir(parents=True)
+    notes = {
+        "A.md": "# A\n\nSee [[Dee]], [[Eve]] and [[B]].\n",
+        "B.md": "# B\n\nSome words.\n",
+        "People/D.md": "---\naliases: [Dee]\n---\n# D\n\nPlain text.\n",
+        "People/E.md": "# E\n\nOther text.\n",
+        **{f"People/P{i}.md": f"# P{i}\n\nOn [[B]] and [[P{i + 1}]].\n" for i in range(6)},
+    }
+    for rel, text in notes.items():
+        (vault / rel).write_text(text, "utf-8")
+        os.utime(vault / rel, (1e9, 1e9))  # not racy: a rebuild visits the notes its events name alone
+    w, lines = _watcher(vault, out)
+    real = run.Run._render_touched
+    touched: list[int] = []
+
+    def counting(self: run.Run) -> None:
+        touched.append(len(self.touched or ()))
+        real(self)
+
+    monkeypatch.setattr(run.Run, "_render_touched", counting)
+    e, d = vault / "People" / "E.md", vault / "People" / "D.md"
+    edits = [
+        (e, "---\naliases: [Nobody Names This]\n---\n# E\n\nOther text.\n", 1, 0),  # named by no link
+        (e, "---\naliases: [Dee]\n---\n# E\n\nOther text.\n", 2, 1),  # [[Dee]] ambiguous: the same edge
+        (e, "---\naliases: [B]\n---\n# E\n\nOther text.\n", 8, 0),  # a title's name: [[B]] is still B's
+        (e, "---\naliases: [Eve]\n---\n# E\n\nOther text.\n", 8, 0),  # [[Eve]] resolves: a new edge
+        (d, "# D\n\nPlain text.\n", 2, 0),  # [[Dee]] breaks: an edge gone
+        (e, "---\naliases: [Eve, Dee]\n---\n# E\n\nOther text.\n", 2, 0),  # [[Dee]] is E's: an edge moved
+        (e, "---\naliases: [eve, Dee]\n---\n# E\n\nOther text.\n", 2, 0),  # case alone: the same links
+        (d, "---\naliases: [Dee]\n---\n# D\n\nPlain text.\n", 2, 1),  # shared again: ambiguous, to D
+        (vault / "B.md", "# B\n\nSome words. ^blk\n", None, 1),  # a block id: every note visited
+    ]
+    for step, (note, text, visited, ambiguous) in enumerate(edits):
+        note.write_text(text, "utf-8")
+        os.utime(note, (1e9 + step + 1, 1e9 + step + 1))  # no longer racy at the next rebuild
+        touched.clear()
+        assert w.rebuild(1, [str(note)]), lines[-1]
+        # the notes visited: the one edited and those whose links name an alias key it had or has ([[B]]: A and
+        # the six P's), the link graph the same or not
+        assert w.kept.used and touched == ([] if visited is None else [visited]), (step, touched)
+        report = json.loads((out / "link-health.json").read_text("utf-8"))
+        assert report["totals"]["by_status"]["ambiguous"] == ambiguous, (step, report["totals"])
+        assert w.bodies == bundle_notes(out), step
+        w.kept.settle()
+        _full_equal(vault, out, tmp_path, step)
+    w.kept.close()
+
+
+def test_watch_link_edits_make_the_analytics_again_and_the_docs_whose_graph_key_moved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A link edit under ``watch`` that changes the link graph: the touched note alone is resolved, the analytics
+    are made again (communities and PageRank in okf.duckdb), and the docs whose ``graph`` key moved (the target's
+    ``links_in``) are made again with it; the bundle is the full convert's each time."""
+    vault, out = tmp_path / "vault", tmp_path / "inc"
+    vault.mkdir()
+    group = {"A": ["A1", "A2", "A3", "A4"], "B": ["B1", "B2", "B3", "B4"]}
+    for members in group.values():
+        for name in members:
+            links = " ".join(f"[[{m}]]" for m in members if m != name)
+            (vault / f"{name}.md").write_text(f"# {name}\n\nWith {links}.\n", "utf-8")
+            os.utime(vault / f"{name}.md", (1e9, 1e9))
+    w, lines = _watcher(vault, out)
+    touched: list[int] = []
+    real = run.Run._render_touched
+
+    def counting(self: run.Run) -> None:
+        touched.append(len(self.touched or ()))
+        real(self)
+
+    monkeypatch.setattr(run.Run, "_render_touched", counting)
+    b1 = vault / "B1.md"
+    edits = [
+        "# B1\n\nWith [[A1]] [[A2]] [[A3]] [[A4]].\n",  # B1 leaves its group for the other
+        "# B1\n\nWith [[A1]] [[A2]] [[A3]] [[A4]] [[A1]].\n",  # a link beside one to the same note: the same graph
+        "# B1\n\nWith [[B2]] [[B3]] [[B4]].\n",  # back
+    ]
+    communities = []
+    for step, text in enumerate(edits):
+        b1.write_text(text, "utf-8")
+        os.utime(b1, (1e9 + step + 1, 1e9 + step + 1))
+        touched.clear()
+        assert w.rebuild(1, [str(b1)]), lines[-1]
+        assert w.kept.used and touched == [1], (step, touched)
+        rows = table_rows(out)["analytics"]
+        communities.append(sorted(row[4] for row in rows))
+        assert w.bodies == bundle_notes(out), step
+        w.kept.settle()
+        _full_equal(vault, out, tmp_path, step)
+    assert communities[0] != communities[2] and communities[0] == communities[1], communities
+    w.kept.close()

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import operator
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -144,11 +145,23 @@ def pagerank(out: Sequence[Sequence[int]], into: Sequence[Sequence[int]]) -> lis
         return []
     ranks = [1.0 / n] * n
     dangling = [i for i in range(n) if not out[i]]
+    # a node's in-links summed exactly (math.fsum), in any order; a sum of one or two terms is one correctly rounded
+    # addition (or none) already, the same float as fsum's: the nodes with three or more alone go through fsum
+    many = [(i, operator.itemgetter(*ins)) for i, ins in enumerate(into) if len(ins) > 2]  # a tuple of the shares
+    two = [(i, ins[0], ins[1]) for i, ins in enumerate(into) if len(ins) == 2]
+    one = [(i, ins[0]) for i, ins in enumerate(into) if len(ins) == 1]
+    lengths = [len(o) for o in out]
     for _ in range(MAX_ROUNDS):
-        share = [DAMPING * r / len(o) if o else 0.0 for r, o in zip(ranks, out, strict=True)]
+        share = [DAMPING * r / k if k else 0.0 for r, k in zip(ranks, lengths, strict=True)]
         base = (1.0 - DAMPING) / n + DAMPING * math.fsum(ranks[i] for i in dangling) / n
-        new = [base + math.fsum(map(share.__getitem__, ins)) for ins in into]  # exact: in any order
-        moved = sum(abs(a - b) for a, b in zip(new, ranks, strict=True))
+        new = [base + 0.0] * n  # no in-link: base + fsum([]) (0.0)
+        for i, shares in many:
+            new[i] = base + math.fsum(shares(share))
+        for i, j, k in two:
+            new[i] = base + (share[j] + share[k])
+        for i, j in one:
+            new[i] = base + share[j]
+        moved = sum(map(abs, map(operator.sub, new, ranks)))  # the same terms in the same order as a loop's
         ranks = new
         if moved < TOLERANCE:
             break

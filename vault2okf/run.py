@@ -9,6 +9,7 @@ or taken from that state. The steps keep their problems with the note they belon
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
@@ -426,27 +427,41 @@ class Run:
 
     def _resolve_touched(self) -> bool:
         """``_resolve`` for the touched notes alone, every other note's resolutions and records the last run's:
-        where each touched note has its state's aliases and block ids (so the universe and every block check are
-        the last run's) and makes the same edges (so the link graph is the same). False where one does not: then
-        every note is visited (``_restart``)."""
+        where each touched note has its state's block ids (so every block check is the last run's). Where a
+        touched note's aliases changed, the notes whose links name an alias key it had or has are touched too and
+        resolved again (``_aliases_moved``); where a touched note makes other edges, ``same_graph`` is False (the
+        analytics made again). False where a block id changed: then every note is visited (``_restart``)."""
         assert self.loops is not None and self.old is not None and self.last is not None and self.touched is not None
-        loops, old_notes, touched = self.loops, self.old.notes, self.touched
-        for path in touched:
+        loops, old_notes = self.loops, self.old.notes
+        renamed = []  # touched notes whose aliases changed
+        for path in self.touched:
             w, st = self.works[path], old_notes[path]
-            if w.meta.aliases != st.meta.aliases or w.reading.blocks != st.blocks:
+            if w.reading.blocks != st.blocks:
                 return False
-        self.aliases, self.universe, self.blocks = loops.aliases, self.old.universe, loops.blocks
+            if w.meta.aliases != st.meta.aliases:
+                renamed.append(path)
+        self.blocks = loops.blocks
+        moved = frozenset[str]()
+        if renamed:
+            moved = self._aliases_moved(renamed)
+        else:
+            self.aliases, self.universe = loops.aliases, self.old.universe
+        touched = self.touched
         last = self.last.resolver
         resolver: Resolver | None = last[1] if last is not None and last[0] == self.universe else None
+        if resolver is None and last is not None and renamed and same_files(last[0], self.universe):
+            resolver = _with_aliases(last[1], self.aliases)  # the same files: the last one, its aliases now
         kept = self.last.records
         self.note_records = dict(kept)
         self.changed = []
+        regraphed = False  # a touched note makes other edges than its last records: another link graph
         for path in touched:
             w, st = self.works[path], old_notes[path]
             links = w.reading.links
-            if w.reuse is not None:  # the content of its state
+            names = bool(moved) and _names_any(links, moved)  # a link whose target may resolve otherwise now
+            if w.reuse is not None and not names:  # the content of its state
                 w.resolved = Resolved(w.reuse.resolved, w.reuse.resolve_problems)
-            elif (before := _resolved_before(links, st)) is not None:
+            elif not names and (before := _resolved_before(links, st)) is not None:
                 w.resolved = Resolved(before, ())
             else:
                 resolver = resolver or _resolver(self.paths, self.walk, self.aliases, self.config)
@@ -468,21 +483,39 @@ class Run:
                 records = was[2]
             else:
                 records = _records(path, links, checked)
-                if _edges(was[2]) != _edges(records):
-                    return False  # another link graph: its analytics, and every doc's ``graph`` key, may change
+                regraphed = regraphed or _edges(was[2]) != _edges(records)  # the analytics made again (``_analyse``)
             self.note_records[path] = (links, checked, records)
             if not (links is st.links and resolved is st.resolved and w.missing_blocks == st.inputs[2]):
                 self.changed.append((_records_of(path, st), records))
         self.resolver = None if resolver is None else (self.universe, resolver)
         self.records = list(chain.from_iterable(r for _, _, r in self.note_records.values()))
-        self.same_notes = self.same_graph = True
+        self.same_notes, self.same_graph = True, not regraphed
         return True
+
+    def _aliases_moved(self, renamed: list[str]) -> frozenset[str]:
+        """Where touched notes' aliases changed (``renamed``): this run's aliases and universe, every note whose
+        links name one of the alias keys those notes had or have now added to ``touched`` (in the notes' order),
+        and those keys. A link naming none of them resolves as before (``_moved_aliases``): the notes, attachments
+        and excluded files are the last run's (``_touched``)."""
+        assert self.loops is not None and self.touched is not None
+        old_notes, works = self.old.notes if self.old is not None else {}, self.works
+        moved = frozenset(
+            alias_key(name) for p in renamed for name in (*old_notes[p].meta.aliases, *works[p].meta.aliases)
+        )
+        self.aliases = {p: m.aliases for p in self.paths if (m := works[p].meta).aliases}
+        self.universe = universe_digest(self.walk, self.aliases)
+        touched = frozenset(self.touched)
+        named = frozenset(p for p in self.paths if p not in touched and _names_any(works[p].reading.links, moved))
+        if named:
+            self.touched = [p for p in self.paths if p in touched or p in named]
+            self.named_again = named  # their works are the last run's: ``_restart`` gives them their states
+        return moved
 
     def _restart(self) -> None:
         """Every note visited after all (``_resolve_touched`` declined): each note not touched given the work
         ``_parse`` gives a note whose file is its state's."""
         assert self.old is not None and self.touched is not None
-        old, touched = self.old.notes, frozenset(self.touched)
+        old, touched = self.old.notes, frozenset(self.touched) - getattr(self, "named_again", frozenset())
         self.works = {p: self.works[p] if p in touched else _from_state(old[p]) for p in self.paths}
         self.touched = None
 
@@ -528,12 +561,18 @@ class Run:
         self.carried_set = frozenset(self.carried)
 
     def _render_touched(self) -> None:
-        """``_render`` for the touched notes alone: the same notes, universe and graph as the last run (so the same
-        doc paths, and each other note's doc made from what it was), every other note carried as it was unless its
-        doc in the old bundle is not as written."""
+        """``_render`` for the touched notes alone: the same notes as the last run (so the same doc paths, and each
+        other note's doc made from what it was), every other note carried as it was unless its doc in the old bundle
+        is not as written, or the analytics were made again and its doc's ``graph`` key moved."""
         assert self.loops is not None and self.old is not None and self.last is not None and self.touched is not None
         loops, kept = self.loops, self.last.records
         self.collisions, self.graph = loops.collisions, loops.graph
+        visit, regraphed = self.touched, frozenset[str]()
+        if self.analytics is not loops.analytics:  # another link graph: each doc whose ``graph`` key moved too
+            self.graph = {p: frontmatter(a) for p, a in self.analytics.items()}
+            regraphed = frozenset(p for p in self.paths if self.graph[p] != loops.graph[p])
+            touched = frozenset(self.touched)
+            visit = [p for p in self.paths if p in touched or p in regraphed]
         doc_of, used = loops.doc_of, loops.used
         attached = Status.ATTACHMENT
         if any(r.resolution.status is attached for p in self.touched for r in (*kept[p][2], *self.note_records[p][2])):
@@ -545,10 +584,13 @@ class Run:
                 doc_of.update({a.path: a.path for a in self.walk.attachments if a.path in used})
         self.doc_of, self.used = doc_of, used
         remade = set()
-        for path in self.touched:
+        for path in visit:
             w = self.works[path]
             st = w.reuse
-            if st is not None and w.resolutions is st.resolved and w.missing_blocks == st.inputs[2]:
+            if (
+                st is not None and w.resolutions is st.resolved and w.missing_blocks == st.inputs[2]
+                and path not in regraphed
+            ):  # fmt: skip
                 w.inputs = st.inputs
             else:
                 targets = tuple(doc_of.get(r.path) for r in w.resolutions if r.path)
@@ -582,7 +624,11 @@ class Run:
         if self.touched is not None:  # the same graph (``_resolve_touched``): the very analytics of the last run
             assert self.loops is not None
             self.graph_key = self.loops.graph_key
-            return self.loops.analytics
+            if self.same_graph:
+                return self.loops.analytics
+            edges = self._edges()  # a touched note's edges changed: made again where the set of edges did
+            self.graph_key = graph_key(self.paths, edges)
+            return self.loops.analytics if self.graph_key == self.loops.graph_key else analyse(self.paths, edges)
         if self.last is not None and self.last.graph[0] and self.same_graph:  # a watcher's: no digest to make
             self.graph_key = self.last.graph[0]
             return {p: from_tuple(p, t) for p, t in self.last.graph[1].items()}
@@ -1270,6 +1316,14 @@ def _records(path: str, links: tuple[Link, ...], checked: tuple[Resolution, ...]
         fields["source"], fields["link"], fields["resolution"] = path, lk, r
         add(record)
     return tuple(out)
+
+
+def _with_aliases(resolver: Resolver, aliases: dict[str, tuple[str, ...]]) -> Resolver:
+    """``resolver`` with the alias table of ``aliases``: what ``_resolver`` makes for the same notes, attachments,
+    excluded files and config (the rest of a ``Resolver`` is made from those alone, and only read)."""
+    new = copy.copy(resolver)
+    new.aliases = alias_table(aliases)
+    return new
 
 
 def _names_any(links: tuple[Link, ...], keys: frozenset[str]) -> bool:

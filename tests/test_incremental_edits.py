@@ -536,6 +536,41 @@ def test_a_text_edit_patches_the_database_in_place(tmp_path: Path, monkeypatch: 
     assert len(patched) == 6  # written anew
 
 
+def test_a_patched_database_keeps_its_analytics_while_the_graph_is_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A patched okf.duckdb (``db.DatabasePatcher``) keeps its analytics table while the link graph is the one its
+    analytics were made from (a text edit), and writes it again where a link moved to another note (as many links:
+    still a patch, but another graph); each time every table is the full convert's, in order."""
+    rng = random.Random(3815)
+    vault = tmp_path / "vault"
+    _build(vault, rng)
+    notes = sorted(vault.rglob("*.md"))
+    source, first, second = notes[0], notes[1], notes[2]
+    source.write_text(source.read_text("utf-8") + f"\nSee [[{first.stem}]].\n", "utf-8")
+    twin = Twin(vault, tmp_path)
+    written: list[int] = []
+    patched: list[Path] = []
+    real = run.DatabasePatcher
+
+    class Spying(real):  # type: ignore[misc, valid-type]
+        def __init__(self, path: Path, old: Path) -> None:
+            patched.append(path)
+            super().__init__(path, old)
+
+        def analytics(self, rows: Any) -> None:
+            written.append(len(rows))
+            super().analytics(rows)
+
+    monkeypatch.setattr(run, "DatabasePatcher", Spying)
+    source.write_text(source.read_text("utf-8") + "\nOne more line of text.\n", "utf-8")
+    twin.check()
+    assert len(patched) == 1 and written == []  # patched, the same graph: the table kept as it was
+    source.write_text(source.read_text("utf-8").replace(f"[[{first.stem}]]", f"[[{second.stem}]]"), "utf-8")
+    twin.check()
+    assert len(patched) == 2 and written == [len(notes)]  # patched, another graph: written again
+
+
 def test_an_alias_edit_resolves_again_only_the_links_that_name_a_moved_alias(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

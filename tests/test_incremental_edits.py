@@ -297,6 +297,36 @@ def test_watch_visits_only_the_touched_notes_yet_gives_the_full_convert(
     w.kept.close()
 
 
+def test_a_watcher_started_on_a_bundle_up_to_date_follows_its_loops_from_the_first_edit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``watch`` on a bundle converted before, nothing changed since: its start runs anyway, every note carried
+    (``convert(warm=True)``), so that the first saved edit visits only the notes it touches; the bundle stays the
+    full convert's, and the start line still says nothing changed."""
+    rng = random.Random(3816)
+    vault, out = tmp_path / "vault", tmp_path / "inc"
+    _build(vault, rng)
+    convert(vault, out)
+    before = bundle_files(out)
+    w, lines = _watcher(vault, out)
+    assert bundle_files(out) == before and "start:" in lines[-1]
+    fast: list[bool] = []
+    real = run.Run._render_touched
+
+    def counting(self: run.Run) -> None:
+        fast.append(True)
+        real(self)
+
+    monkeypatch.setattr(run.Run, "_render_touched", counting)
+    note = sorted(vault.rglob("*.md"))[0]
+    note.write_text(note.read_text("utf-8") + "\nOne more line of text.\n", "utf-8")
+    assert w.rebuild(1, [str(note)]), lines[-1]
+    assert w.kept.used and fast == [True]
+    w.kept.settle()
+    _full_equal(vault, out, tmp_path, 0)
+    w.kept.close()
+
+
 def test_kept_state_is_dropped_when_another_run_wrote_the_bundle(tmp_path: Path) -> None:
     """A convert by another process (here: another call) between two edits: the watcher's memory no longer
     describes the bundle, so it reads the bundle's own cache, and the bundle is still the full convert's."""

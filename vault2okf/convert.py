@@ -188,15 +188,18 @@ def convert(
     full: bool = False,
     kept: Kept | None = None,
     removal: Removal = Removal.WAIT,
+    warm: bool = False,
 ) -> ConvertResult:
     """Convert ``vault`` into the bundle ``out``, redoing only what changed since the last convert of it
     (``vault2okf.cache``); ``full`` ignores what the last convert left. ``kept``: what the last convert of this
     process left in memory, taken instead of the bundle's cache file while that is the file it saved, and
     replaced by this convert's (a watcher's). Either way the bundle is the one a full convert writes. ``removal``:
-    whether the old generation is deleted before this returns (``kept`` deletes it on a thread instead)."""
+    whether the old generation is deleted before this returns (``kept`` deletes it on a thread instead). ``warm``
+    (with ``kept``): run even where nothing changed, every note carried, so that ``kept`` holds the run's loops
+    (``run.Loops``) and the next edit visits only what it touches (a watcher that started on a bundle up to date)."""
     with _collector_paused():
         try:
-            return _convert(vault, out, config_path, force, full, kept, removal)
+            return _convert(vault, out, config_path, force, full, kept, removal, warm and kept is not None)
         except OSError as error:
             if not is_disk_full(error):
                 raise
@@ -232,7 +235,14 @@ def _collector_paused() -> Iterator[None]:
 
 
 def _convert(
-    vault: Path, out: Path, config_path: Path | None, force: bool, full: bool, kept: Kept | None, removal: Removal
+    vault: Path,
+    out: Path,
+    config_path: Path | None,
+    force: bool,
+    full: bool,
+    kept: Kept | None,
+    removal: Removal,
+    warm: bool = False,
 ) -> ConvertResult:
     if kept is not None:
         kept.used = False
@@ -249,7 +259,7 @@ def _convert(
         b.prepare_output(vault, out, force=force, busy=busy, listing=listing)
         key = cache_key(vault, vault.name, config)
         old, unchanged, notices = _previous(out, key, walk, kept, fresh=full or force)
-        if old is not None and unchanged:
+        if old is not None and unchanged and not warm:
             clock.lap("check")
             last = old
 

@@ -214,6 +214,8 @@ class Watcher:
         started = time.perf_counter()
         before = bundle_notes(self.out)
         result = convert(self.vault, self.out, config_path=self.config_path, force=self.force, kept=self.kept)
+        if result.unchanged:  # nothing to do: a run anyway, every note carried, for the loops the next edit follows
+            convert(self.vault, self.out, config_path=self.config_path, kept=self.kept, warm=True)
         self.problems = _problems(result)
         index = self._index() + self._warm() if self.indexer else ""
         self.bodies = bundle_notes(self.out)

@@ -546,19 +546,28 @@ class Run:
         # state's very tuple, with the same missing blocks, has its state's inputs (its targets' doc paths too)
         kept = self.same_notes and self.same_graph
         for path in self.paths:
-            w = self.works[path]
-            st = w.reuse
-            if kept and st is not None and w.resolutions is st.resolved and w.missing_blocks == st.inputs[2]:
-                w.inputs = st.inputs
-            else:
-                targets = tuple(doc_of.get(r.path) for r in w.resolutions if r.path)
-                # missing_blocks: its rows' statuses; graph: the doc's `graph` key, which other notes' links move
-                w.inputs = (doc_of[path], targets, w.missing_blocks, tuple(self.graph[path].items()))
-            if st is not None and self._carries(w, st):
-                w.made = Made(doc=st.doc, rewrite_problems=st.rewrite_problems, doc_problems=st.doc_problems)
+            if self._placed(path, doc_of, kept):
                 self.carried.append(path)
         self.reused = len(self.carried)
         self.carried_set = frozenset(self.carried)
+
+    def _placed(self, path: str, doc_of: dict[str, str], same_inputs: bool) -> bool:
+        """A note's ``inputs`` (its state's where ``same_inputs`` holds and its resolutions are its state's very
+        tuple, with the same missing blocks: its targets' doc paths and ``graph`` key are then the same too), and
+        its doc carried from its state where everything it is made from is the same and the old file is as written:
+        True then."""
+        w = self.works[path]
+        st = w.reuse
+        if same_inputs and st is not None and w.resolutions is st.resolved and w.missing_blocks == st.inputs[2]:
+            w.inputs = st.inputs
+        else:
+            targets = tuple(doc_of.get(r.path) for r in w.resolutions if r.path)
+            # missing_blocks: its rows' statuses; graph: the doc's `graph` key, which other notes' links move
+            w.inputs = (doc_of[path], targets, w.missing_blocks, tuple(self.graph[path].items()))
+        if st is None or not self._carries(w, st):
+            return False
+        w.made = Made(doc=st.doc, rewrite_problems=st.rewrite_problems, doc_problems=st.doc_problems)
+        return True
 
     def _render_touched(self) -> None:
         """``_render`` for the touched notes alone: the same notes as the last run (so the same doc paths, and each
@@ -585,20 +594,8 @@ class Run:
         self.doc_of, self.used = doc_of, used
         remade = set()
         for path in visit:
-            w = self.works[path]
-            st = w.reuse
-            if (
-                st is not None and w.resolutions is st.resolved and w.missing_blocks == st.inputs[2]
-                and path not in regraphed
-            ):  # fmt: skip
-                w.inputs = st.inputs
-            else:
-                targets = tuple(doc_of.get(r.path) for r in w.resolutions if r.path)
-                w.inputs = (doc_of[path], targets, w.missing_blocks, tuple(self.graph[path].items()))
-            if st is not None and self._carries(w, st):
-                w.made = Made(doc=st.doc, rewrite_problems=st.rewrite_problems, doc_problems=st.doc_problems)
-            else:
-                w.made = None
+            if not self._placed(path, doc_of, path not in regraphed):
+                self.works[path].made = None
                 remade.add(path)
         self.remade = remade
         now = _output_sigs(loops.doc_files)

@@ -205,6 +205,30 @@ def _watcher(vault: Path, out: Path) -> tuple[Watcher, list[str]]:
     return w, lines
 
 
+def _notes_written(vault: Path, notes: dict[str, str], mtime: float | None = None) -> None:
+    """Each note of ``notes`` (vault path -> text) written, its folders made; ``mtime``: each file's times set to it
+    (not racy: a rebuild visits the notes its events name alone)."""
+    for rel, text in notes.items():
+        path = vault / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, "utf-8")
+        if mtime is not None:
+            os.utime(path, (mtime, mtime))
+
+
+def _touched_counts(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A list each rebuild that follows its loops (``Run._render_touched``) appends its number of touched notes to."""
+    counts: list[int] = []
+    real = run.Run._render_touched
+
+    def counting(self: run.Run) -> None:
+        counts.append(len(self.touched or ()))
+        real(self)
+
+    monkeypatch.setattr(run.Run, "_render_touched", counting)
+    return counts
+
+
 WATCH_KINDS = [*KINDS, "rename", "delete", "alias"]
 
 
@@ -252,7 +276,6 @@ def test_watch_visits_only_the_touched_notes_yet_gives_the_full_convert(
     bundle is the full convert's, the edits that reach another note's doc included (a block id, an alias), an
     embed that brings an attachment, and a doc of the bundle edited by hand."""
     vault, out = tmp_path / "vault", tmp_path / "inc"
-    (vault / "People").mkdir(parents=True)
     notes = {
         "A.md": "# A\n\nSee [[B#^blk]], [[C]] and [[Dee]].\n",
         "B.md": "# B\n\nSome words.\n",
@@ -260,18 +283,10 @@ def test_watch_visits_only_the_touched_notes_yet_gives_the_full_convert(
         "People/D.md": "# D\n\nPlain text.\n",
         **{f"People/P{i}.md": f"# P{i}\n\nOn [[C]] and [[P{i + 1}]].\n" for i in range(8)},
     }
-    for rel, text in notes.items():
-        (vault / rel).write_text(text, "utf-8")
+    _notes_written(vault, notes)
     (vault / "pic.png").write_bytes(b"\x89PNG not really")
     w, lines = _watcher(vault, out)
-    fast: list[bool] = []
-    real = run.Run._render_touched
-
-    def counting(self: run.Run) -> None:
-        fast.append(True)
-        real(self)
-
-    monkeypatch.setattr(run.Run, "_render_touched", counting)
+    followed = _touched_counts(monkeypatch)
     d = vault / "People" / "D.md"
     edits = [
         (d, "# D\n\nPlain text, more of it.\n", True),  # text
@@ -288,9 +303,9 @@ def test_watch_visits_only_the_touched_notes_yet_gives_the_full_convert(
             (out / "concepts" / "C.md").write_text("edited by hand\n", "utf-8")
             note, text = d, d.read_text("utf-8") + "One more line.\n"
         note.write_text(text, "utf-8")
-        fast.clear()
+        followed.clear()
         assert w.rebuild(1, [str(note)]), lines[-1]
-        assert w.kept.used and fast == [True] * visits_few, (step, fast)
+        assert w.kept.used and len(followed) == visits_few, (step, followed)
         assert w.bodies == bundle_notes(out), step
         w.kept.settle()
         _full_equal(vault, out, tmp_path, step)
@@ -310,18 +325,11 @@ def test_a_watcher_started_on_a_bundle_up_to_date_follows_its_loops_from_the_fir
     before = bundle_files(out)
     w, lines = _watcher(vault, out)
     assert bundle_files(out) == before and "start:" in lines[-1]
-    fast: list[bool] = []
-    real = run.Run._render_touched
-
-    def counting(self: run.Run) -> None:
-        fast.append(True)
-        real(self)
-
-    monkeypatch.setattr(run.Run, "_render_touched", counting)
+    followed = _touched_counts(monkeypatch)
     note = sorted(vault.rglob("*.md"))[0]
     note.write_text(note.read_text("utf-8") + "\nOne more line of text.\n", "utf-8")
     assert w.rebuild(1, [str(note)]), lines[-1]
-    assert w.kept.used and fast == [True]
+    assert w.kept.used and len(followed) == 1
     w.kept.settle()
     _full_equal(vault, out, tmp_path, 0)
     w.kept.close()
@@ -689,7 +697,6 @@ def test_watch_alias_edits_resolve_again_only_the_notes_naming_them(
     again). A block id still visits every note. Each time the bundle is the full convert's, the report's
     ambiguous links included."""
     vault, out = tmp_path / "vault", tmp_path / "inc"
-    (vault / "People").mkdir(parents=True)
     notes = {
         "A.md": "# A\n\nSee [[Dee]], [[Eve]] and [[B]].\n",
         "B.md": "# B\n\nSome words.\n",
@@ -697,18 +704,9 @@ def test_watch_alias_edits_resolve_again_only_the_notes_naming_them(
         "People/E.md": "# E\n\nOther text.\n",
         **{f"People/P{i}.md": f"# P{i}\n\nOn [[B]] and [[P{i + 1}]].\n" for i in range(6)},
     }
-    for rel, text in notes.items():
-        (vault / rel).write_text(text, "utf-8")
-        os.utime(vault / rel, (1e9, 1e9))  # not racy: a rebuild visits the notes its events name alone
+    _notes_written(vault, notes, mtime=1e9)
     w, lines = _watcher(vault, out)
-    real = run.Run._render_touched
-    touched: list[int] = []
-
-    def counting(self: run.Run) -> None:
-        touched.append(len(self.touched or ()))
-        real(self)
-
-    monkeypatch.setattr(run.Run, "_render_touched", counting)
+    touched = _touched_counts(monkeypatch)
     e, d = vault / "People" / "E.md", vault / "People" / "D.md"
     edits = [
         (e, "---\naliases: [Nobody Names This]\n---\n# E\n\nOther text.\n", 1, 0),  # named by no link
@@ -752,14 +750,7 @@ def test_watch_link_edits_make_the_analytics_again_and_the_docs_whose_graph_key_
             (vault / f"{name}.md").write_text(f"# {name}\n\nWith {links}.\n", "utf-8")
             os.utime(vault / f"{name}.md", (1e9, 1e9))
     w, lines = _watcher(vault, out)
-    touched: list[int] = []
-    real = run.Run._render_touched
-
-    def counting(self: run.Run) -> None:
-        touched.append(len(self.touched or ()))
-        real(self)
-
-    monkeypatch.setattr(run.Run, "_render_touched", counting)
+    touched = _touched_counts(monkeypatch)
     b1 = vault / "B1.md"
     edits = [
         "# B1\n\nWith [[A1]] [[A2]] [[A3]] [[A4]].\n",  # B1 leaves its group for the other

@@ -14,7 +14,6 @@ import hashlib
 import json
 import os
 import posixpath
-import stat
 import sys
 import time
 from collections import Counter
@@ -598,7 +597,7 @@ class Run:
                 self.works[path].made = None
                 remade.add(path)
         self.remade = remade
-        now = _output_sigs(loops.doc_files)
+        now = list(map(output_sig, loops.doc_files))
         for path, sig, was in zip(loops.doc_notes, now, self.old.docs.values(), strict=True):
             if sig != was and path not in remade:  # its doc in the old bundle is not as written: made again
                 self.works[path].made = None
@@ -1249,19 +1248,6 @@ def _as_kept(w: NoteWork, st: NoteState, output: tuple[int, ...]) -> bool:
         and m.doc is st.doc and m.rewrite_problems is st.rewrite_problems and m.doc_problems is st.doc_problems
         and w.hits is st.hits and w.sig == st.sig and w.content == st.content and output == st.output
     )  # fmt: skip
-
-
-def _output_sigs(files: list[str]) -> list[tuple[int, ...]]:
-    """``output_sig`` of each file, in one loop (a watcher's rebuild checks every doc of the bundle so)."""
-    lstat, regular, sigs = os.lstat, stat.S_ISREG, list[tuple[int, ...]]()
-    for file in files:
-        try:
-            info = lstat(file)
-        except OSError:
-            sigs.append(())
-            continue
-        sigs.append((info.st_size, info.st_mtime_ns, info.st_ino) if regular(info.st_mode) else ())
-    return sigs
 
 
 def _from_state(st: NoteState) -> NoteWork:

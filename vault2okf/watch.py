@@ -109,7 +109,6 @@ def notes_after(out: Path, before: dict[str, str], result: ConvertResult, kept: 
     after = {p: before[p] for p in result.paths if p not in made and p in before}
     if len(after) + len(made) != len(result.paths):  # a carried note the last read did not have: read them all
         return bundle_notes(out)
-    bodies = result.bodies
     if bodies is not None and made.issubset(bodies):
         after.update((p, bodies[p]) for p in result.made)
     else:
